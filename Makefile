@@ -1,0 +1,73 @@
+# shardlab — every entry point: deps, build, run, test, lessons, bench.
+#   make deps     install missing system packages (apt-get as root, sudo otherwise)
+#   make          build build/shardlab (mpicxx -O3)
+#   make run      train the default model on the default corpus
+#   make test     unit tests, MPI tests and every lesson
+#   make lessons  every lessons/NN_*/run
+#   make bench    throughput and GEMM-efficiency benchmarks
+
+CXX       := mpicxx
+CXXFLAGS  ?= -O3 -march=native -std=c++17 -Wall -Wextra -Wno-unused-parameter
+CPPFLAGS  += -Isrc -I/usr/include/eigen3 -I/usr/include/x86_64-linux-gnu/openblas-pthread -DEIGEN_NO_DEBUG
+LDLIBS    += -lopenblas -lpthread
+
+BUILD     := build
+SRC_LIB   := $(filter-out src/main.cpp,$(shell find src -name '*.cpp' | sort))
+OBJ_LIB   := $(SRC_LIB:%.cpp=$(BUILD)/%.o)
+SRC_UNIT  := $(shell find tests/unit -name '*.cpp' 2>/dev/null | sort)
+OBJ_UNIT  := $(SRC_UNIT:%.cpp=$(BUILD)/%.o)
+SRC_MPI   := $(shell find tests/mpi -name '*.cpp' 2>/dev/null | sort)
+OBJ_MPI   := $(SRC_MPI:%.cpp=$(BUILD)/%.o)
+DEPS_OK   := $(BUILD)/.deps-ok
+
+# One BLAS thread per rank, everywhere the Makefile starts a process.
+export OPENBLAS_NUM_THREADS := 1
+export OMP_NUM_THREADS := 1
+
+.PHONY: all deps run test unit mpi-tests lessons bench clean
+all: $(BUILD)/shardlab
+
+deps: $(DEPS_OK)
+$(DEPS_OK): scripts/deps.sh
+	@bash scripts/deps.sh
+	@mkdir -p $(BUILD) && touch $@
+
+$(BUILD)/%.o: %.cpp | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libshardlab.a: $(OBJ_LIB)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/shardlab: $(BUILD)/src/main.o $(BUILD)/libshardlab.a
+	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/unit_tests: $(OBJ_UNIT) $(BUILD)/libshardlab.a
+	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
+$(BUILD)/mpi_tests: $(OBJ_MPI) $(BUILD)/libshardlab.a
+	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
+run: $(BUILD)/shardlab
+	$(BUILD)/shardlab train --out runs/default
+
+unit: $(BUILD)/unit_tests
+	$(BUILD)/unit_tests
+
+mpi-tests: $(BUILD)/mpi_tests
+	@if [ -n "$(SRC_MPI)" ]; then bash scripts/mpi_tests.sh $(BUILD)/mpi_tests; fi
+
+lessons: $(BUILD)/shardlab
+	@bash scripts/run_lessons.sh
+
+test: $(BUILD)/shardlab $(BUILD)/unit_tests
+	@bash scripts/test_all.sh
+
+bench: $(BUILD)/shardlab
+	@bash bench/run.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(OBJ_LIB:.o=.d) $(OBJ_UNIT:.o=.d) $(OBJ_MPI:.o=.d) $(BUILD)/src/main.d

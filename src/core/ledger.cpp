@@ -1,0 +1,56 @@
+// Memory ledger bookkeeping (see ledger.h).
+#include "core/ledger.h"
+
+#include <stdexcept>
+
+namespace shardlab {
+
+const char* mem_name(Mem c) {
+  switch (c) {
+    case Mem::param: return "param";
+    case Mem::grad: return "grad";
+    case Mem::master: return "master";
+    case Mem::adam_m: return "adam_m";
+    case Mem::adam_v: return "adam_v";
+    case Mem::momentum: return "momentum";
+    case Mem::activation: return "activation";
+    case Mem::comm_buffer: return "comm_buffer";
+    case Mem::workspace: return "workspace";
+    default: return "?";
+  }
+}
+
+void MemoryLedger::allocate(Mem c, size_t bytes) {
+  int i = idx(c);
+  current_[i] += bytes;
+  if (current_[i] > peak_[i]) peak_[i] = current_[i];
+  total_current_ += bytes;
+  if (total_current_ > total_peak_) total_peak_ = total_current_;
+}
+
+void MemoryLedger::release(Mem c, size_t bytes) {
+  int i = idx(c);
+  if (bytes > current_[i]) throw std::logic_error(std::string("memory ledger: releasing more ") + mem_name(c) + " bytes than allocated");
+  current_[i] -= bytes;
+  total_current_ -= bytes;
+}
+
+size_t MemoryLedger::model_state_bytes() const {
+  return current(Mem::param) + current(Mem::grad) + current(Mem::master) + current(Mem::adam_m) +
+         current(Mem::adam_v) + current(Mem::momentum);
+}
+
+void MemoryLedger::reset_peaks() {
+  peak_ = current_;
+  total_peak_ = total_current_;
+}
+
+nlohmann::json MemoryLedger::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (int i = 0; i < kMemCategories; ++i)
+    j[mem_name(static_cast<Mem>(i))] = {{"current", current_[i]}, {"peak", peak_[i]}};
+  j["total"] = {{"current", total_current_}, {"peak", total_peak_}};
+  return j;
+}
+
+}  // namespace shardlab

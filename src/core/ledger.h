@@ -1,0 +1,81 @@
+// Memory ledger: every model-state and activation buffer of a rank is allocated through it,
+// tagged with a category, so "how many bytes does this layout use" is measured, not guessed.
+// Tracks current and peak bytes per category and the peak of the total. One ledger per rank,
+// passed explicitly. Leaves out: allocator tricks (fragmentation, caching) — bytes are bytes asked for.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace shardlab {
+
+enum class Mem { param, grad, master, adam_m, adam_v, momentum, activation, comm_buffer, workspace, count };
+constexpr int kMemCategories = static_cast<int>(Mem::count);
+const char* mem_name(Mem c);
+
+class MemoryLedger {
+ public:
+  void allocate(Mem c, size_t bytes);
+  void release(Mem c, size_t bytes);
+  size_t current(Mem c) const { return current_[idx(c)]; }
+  size_t peak(Mem c) const { return peak_[idx(c)]; }
+  size_t total_current() const { return total_current_; }
+  size_t total_peak() const { return total_peak_; }
+  // Model states: param + grad + master + optimizer states.
+  size_t model_state_bytes() const;
+  void reset_peaks();                  // peaks := current (e.g. after setup, to see one step)
+  nlohmann::json to_json() const;      // {"param": {"current": n, "peak": n}, ...}
+
+ private:
+  static int idx(Mem c) { return static_cast<int>(c); }
+  std::array<size_t, kMemCategories> current_{}, peak_{};
+  size_t total_current_ = 0, total_peak_ = 0;
+};
+
+// An owned, zero-initialised, 64-byte aligned array whose bytes are booked in a ledger.
+template <class T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(MemoryLedger& ledger, Mem cat, size_t n) : ledger_(&ledger), cat_(cat), n_(n) {
+    if (n_ == 0) return;
+    size_t bytes = (n_ * sizeof(T) + 63) / 64 * 64;
+    data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
+    if (!data_) throw std::bad_alloc();
+    std::memset(static_cast<void*>(data_), 0, n_ * sizeof(T));
+    ledger_->allocate(cat_, n_ * sizeof(T));
+  }
+  ~Buffer() { reset(); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& o) noexcept { swap(o); }
+  Buffer& operator=(Buffer&& o) noexcept { reset(); swap(o); return *this; }
+
+  void reset() {
+    if (data_) { ledger_->release(cat_, n_ * sizeof(T)); std::free(data_); }
+    data_ = nullptr; n_ = 0;
+  }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  size_t size() const { return n_; }
+  size_t bytes() const { return n_ * sizeof(T); }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  void zero() { if (n_) std::memset(static_cast<void*>(data_), 0, n_ * sizeof(T)); }
+
+ private:
+  void swap(Buffer& o) { std::swap(ledger_, o.ledger_); std::swap(cat_, o.cat_); std::swap(data_, o.data_); std::swap(n_, o.n_); }
+  MemoryLedger* ledger_ = nullptr;
+  Mem cat_ = Mem::workspace;
+  T* data_ = nullptr;
+  size_t n_ = 0;
+};
+
+}  // namespace shardlab

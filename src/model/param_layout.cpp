@@ -1,0 +1,83 @@
+// Parameter layout and layout-independent initialisation (see param_layout.h).
+#include "model/param_layout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/rng.h"
+
+namespace shardlab {
+
+size_t ParamLayout::add(const std::string& name, std::vector<int64_t> shape, Init init, bool decay) {
+  TensorSpec t;
+  t.name = name;
+  t.shape = std::move(shape);
+  t.numel = 1;
+  for (int64_t d : t.shape) t.numel *= static_cast<size_t>(d);
+  t.offset = total_;
+  t.init = init;
+  t.decay = decay;
+  total_ += t.numel;
+  tensors_.push_back(t);
+  return t.offset;
+}
+
+ParamLayout::ParamLayout(const GPTConfig& cfg) {
+  const int64_t C = cfg.hidden, V = cfg.vocab, T = cfg.seq;
+  tok_emb = add("tok_emb", {V, C}, Init::normal, true);  // (V, C)
+  pos_emb = add("pos_emb", {T, C}, Init::normal, true);  // (T, C)
+  for (int l = 0; l < cfg.layers; ++l) {
+    const std::string p = "blocks." + std::to_string(l) + ".";
+    BlockOffsets b;
+    b.ln1_w = add(p + "ln1.weight", {C}, Init::ones, false);
+    b.ln1_b = add(p + "ln1.bias", {C}, Init::zeros, false);
+    b.qkv_w = add(p + "attn.qkv.weight", {3 * C, C}, Init::normal, true);  // (3C, C), rows per head [q,k,v]
+    b.qkv_b = add(p + "attn.qkv.bias", {3 * C}, Init::zeros, false);
+    b.proj_w = add(p + "attn.proj.weight", {C, C}, Init::normal_residual, true);  // W^O (C, C)
+    b.proj_b = add(p + "attn.proj.bias", {C}, Init::zeros, false);
+    b.ln2_w = add(p + "ln2.weight", {C}, Init::ones, false);
+    b.ln2_b = add(p + "ln2.bias", {C}, Init::zeros, false);
+    b.fc_w = add(p + "mlp.fc.weight", {4 * C, C}, Init::normal, true);  // (4C, C)
+    b.fc_b = add(p + "mlp.fc.bias", {4 * C}, Init::zeros, false);
+    b.fcproj_w = add(p + "mlp.proj.weight", {C, 4 * C}, Init::normal_residual, true);  // (C, 4C)
+    b.fcproj_b = add(p + "mlp.proj.bias", {C}, Init::zeros, false);
+    blocks.push_back(b);
+  }
+  lnf_w = add("ln_f.weight", {C}, Init::ones, false);
+  lnf_b = add("ln_f.bias", {C}, Init::zeros, false);
+  lm_head = add("lm_head.weight", {V, C}, Init::normal, true);  // (V, C), untied, no bias
+  matmul_params_ = static_cast<size_t>(cfg.layers) * 12 * C * C + C * V;
+}
+
+const TensorSpec& ParamLayout::find(const std::string& name) const {
+  for (const TensorSpec& t : tensors_)
+    if (t.name == name) return t;
+  throw std::out_of_range("no parameter tensor named '" + name + "'");
+}
+
+template <class T>
+void init_params(const ParamLayout& layout, const GPTConfig& cfg, uint64_t seed, T* flat, size_t begin, size_t end) {
+  const double std_normal = 0.02, std_residual = 0.02 / std::sqrt(2.0 * cfg.layers);
+  for (const TensorSpec& t : layout.tensors()) {
+    size_t lo = std::max(begin, t.offset), hi = std::min(end, t.offset + t.numel);
+    if (lo >= hi) continue;
+    RngStream rng = rng_stream(seed, "init:" + t.name);
+    for (size_t g = lo; g < hi; ++g) {
+      size_t i = g - t.offset;
+      double v = 0.0;
+      switch (t.init) {
+        case Init::normal: v = std_normal * rng.normal(i); break;
+        case Init::normal_residual: v = std_residual * rng.normal(i); break;
+        case Init::zeros: v = 0.0; break;
+        case Init::ones: v = 1.0; break;
+      }
+      flat[g - begin] = static_cast<T>(v);
+    }
+  }
+}
+
+template void init_params<float>(const ParamLayout&, const GPTConfig&, uint64_t, float*, size_t, size_t);
+template void init_params<double>(const ParamLayout&, const GPTConfig&, uint64_t, double*, size_t, size_t);
+
+}  // namespace shardlab
