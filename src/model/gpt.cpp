@@ -53,8 +53,10 @@ GPT<T>::GPT(const GPTConfig& cfg, const ParamLayout& layout, int micro_batch, Me
 
 template <class T>
 double GPT<T>::forward(const T* P, const int32_t* inputs, const int32_t* targets, bool train,
-                       const DropoutContext& drop) {
-  const int B = B_, Tn = cfg_.seq, C = cfg_.hidden, V = cfg_.vocab, NH = cfg_.heads;
+                       const DropoutContext& drop, int batch) {
+  if (batch < 0 || batch > B_) batch = B_;
+  used_ = batch;
+  const int B = batch, Tn = cfg_.seq, C = cfg_.hidden, V = cfg_.vocab, NH = cfg_.heads;
   const int N = B * Tn;
   inputs_.assign(inputs, inputs + N);
   targets_.assign(targets, targets + N);
@@ -96,7 +98,7 @@ double GPT<T>::forward(const T* P, const int32_t* inputs, const int32_t* targets
 
 template <class T>
 void GPT<T>::backward(T* G, const T* P, T loss_scale) {
-  const int B = B_, Tn = cfg_.seq, C = cfg_.hidden, V = cfg_.vocab, NH = cfg_.heads;
+  const int B = used_, Tn = cfg_.seq, C = cfg_.hidden, V = cfg_.vocab, NH = cfg_.heads;
   const int N = B * Tn;
   const double p = train_ ? cfg_.dropout : 0.0;
   const AttentionDims dims{B, Tn, C, NH};

@@ -24,10 +24,11 @@ class GPT {
  public:
   GPT(const GPTConfig& cfg, const ParamLayout& layout, int micro_batch, MemoryLedger& ledger);
 
-  // inputs, targets (B, T). Returns Σ over the B·T tokens of -log p(target) (double), keeps
-  // activations for backward. Dropout is active only when train is true.
+  // inputs, targets (batch, T), batch ≤ micro_batch (default: all of it). Returns Σ over the
+  // batch·T tokens of -log p(target) (double) and keeps activations for backward. Dropout is
+  // active only when train is true.
   double forward(const T* params, const int32_t* inputs, const int32_t* targets, bool train,
-                 const DropoutContext& drop = {});
+                 const DropoutContext& drop = {}, int batch = -1);
   // Accumulates d(loss_scale · Σ token losses)/d params into grads. loss_scale = 1/(global batch tokens).
   void backward(T* grads, const T* params, T loss_scale);
 
@@ -41,7 +42,8 @@ class GPT {
   };
   GPTConfig cfg_;
   const ParamLayout& layout_;
-  int B_;
+  int B_;      // capacity: the micro-batch the buffers are sized for
+  int used_ = 0;  // rows of the last forward
   std::vector<Buffer<T>> residual_;  // L+1 × (B, T, C): input of each block and the last output
   std::vector<LayerActs> acts_;
   Buffer<T> lnf_, lnf_mean_, lnf_rstd_, logits_;  // (B,T,C), (B,T), (B,T), (B,T,V)

@@ -1,0 +1,27 @@
+// The MPI runtime: start-up, rank, world size, shut-down and abort. Part of src/comm/, the only
+// code that calls MPI. A process started without mpirun is a world of one and never touches MPI,
+// so `shardlab plan`, `compare` and single-process training start instantly.
+#pragma once
+#include <string>
+
+namespace shardlab {
+
+class Runtime {
+ public:
+  Runtime(int& argc, char**& argv);  // MPI_Init when launched by mpirun
+  ~Runtime();                        // MPI_Finalize
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool is_root() const { return rank_ == 0; }
+  bool mpi() const { return mpi_; }
+  // End every rank of the job with this exit code (after rank 0 has printed its message).
+  [[noreturn]] void abort(int code) const;
+
+ private:
+  bool mpi_ = false;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace shardlab

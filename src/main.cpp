@@ -1,0 +1,51 @@
+// shardlab: a CPU-only reference trainer that makes distributed training visible and checkable.
+//   shardlab train    train the GPT (flags: shardlab train --help)
+//   shardlab eval     mean loss of a checkpoint over a text file
+//   shardlab sample   generate text from a checkpoint
+//   shardlab compare  per-step loss comparison of two runs
+//   shardlab plan     the chapter's memory formulas, for presets or any dims
+// Every error is one message (from rank 0) and a non-zero exit.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "comm/runtime.h"
+#include "plan/plan_cli.h"
+#include "train/compare.h"
+#include "train/trainer.h"
+
+using namespace shardlab;
+
+static const char* kUsage =
+    "usage: shardlab <command> [flags]\n"
+    "  train     train the GPT (shardlab train --help for every flag)\n"
+    "  eval      --load CKPT --data FILE: mean loss over the file's windows\n"
+    "  sample    --load CKPT --prompt TEXT [--tokens N --temperature X --seed S]: generate text\n"
+    "  compare   REF_DIR RUN_DIR [--rtol X] [--all]: compare two runs' loss curves\n"
+    "  plan      [--preset 7b|70b | dims]: the chapter's model-state and activation formulas\n";
+
+int main(int argc, char** argv) {
+  Runtime rt(argc, argv);
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    if (rt.is_root()) std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (cmd == "train") return train_main(args, rt);
+    if (cmd == "eval") return eval_main(args, rt);
+    if (cmd == "sample") return sample_main(args, rt);
+    if (cmd == "compare") return rt.is_root() ? compare_main(args) : 0;
+    if (cmd == "plan") return rt.is_root() ? plan::plan_main(argc - 1, argv + 1) : 0;
+    if (rt.is_root()) std::fprintf(stderr, "shardlab: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    if (rt.is_root()) std::fprintf(stderr, "shardlab %s: error: %s\n", cmd.c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    if (rt.is_root()) std::fprintf(stderr, "shardlab %s: error: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,27 @@
+// Evaluation over fixed windows (see evaluate.h).
+#include "train/evaluate.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace shardlab {
+
+template <class T>
+double evaluate_windows(GPT<T>& model, const T* params, const TextData& data, int max_windows, TextData::Part part) {
+  int n = data.windows(part);
+  if (max_windows > 0) n = std::min(n, max_windows);
+  const int B = model.micro_batch(), Tn = static_cast<int>(data.seq());
+  std::vector<int32_t> in(static_cast<size_t>(B) * Tn), tg(static_cast<size_t>(B) * Tn);
+  double sum = 0.0;
+  for (int w = 0; w < n; w += B) {
+    int count = std::min(B, n - w);
+    data.window_batch(part, w, count, in.data(), tg.data());
+    sum += model.forward(params, in.data(), tg.data(), false, {}, count);
+  }
+  return sum / (double(n) * Tn);
+}
+
+template double evaluate_windows<float>(GPT<float>&, const float*, const TextData&, int, TextData::Part);
+template double evaluate_windows<double>(GPT<double>&, const double*, const TextData&, int, TextData::Part);
+
+}  // namespace shardlab

@@ -1,0 +1,14 @@
+// Mean loss over evaluation windows (no dropout, no gradients): the validation loss of training
+// and the number `shardlab eval` prints.
+#pragma once
+#include "model/gpt.h"
+#include "train/data.h"
+
+namespace shardlab {
+
+// Mean per-token loss over the first min(max_windows, available) windows of `part`; max_windows ≤ 0 = all.
+template <class T>
+double evaluate_windows(GPT<T>& model, const T* params, const TextData& data, int max_windows,
+                        TextData::Part part = TextData::Part::validation);
+
+}  // namespace shardlab

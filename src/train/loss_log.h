@@ -1,0 +1,36 @@
+// loss.csv: one row per optimizer step — step, loss, grad_norm, lr, ms, val_loss — with numbers
+// printed to round-trip exactly (%.17g for f64 runs, %.9g for f32; lr always %.17g). ms is wall
+// clock and the only column that differs between two identical runs. val_loss is empty on steps
+// without an evaluation. Rows are flushed as they are written, so a crash keeps what was logged.
+#pragma once
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+class LossLog {
+ public:
+  // Opens DIR/loss.csv. When resuming at `resume_step` > 0, keeps the rows with step ≤ resume_step
+  // of an existing file and appends after them; otherwise starts a new file.
+  LossLog(const std::string& path, bool f64, int resume_step);
+  ~LossLog();
+  LossLog(const LossLog&) = delete;
+  LossLog& operator=(const LossLog&) = delete;
+  void row(int step, double loss, double grad_norm, double lr, double ms, std::optional<double> val_loss);
+
+ private:
+  std::FILE* f_ = nullptr;
+  const char* fmt_;
+};
+
+// Reads a loss.csv: the header names and one row of doubles per step (NaN for empty cells).
+struct LossTable {
+  std::vector<std::string> columns;
+  std::vector<std::vector<double>> rows;
+  int column(const std::string& name) const;  // -1 if absent
+};
+LossTable read_loss_csv(const std::string& path);  // throws std::runtime_error with a clear message
+
+}  // namespace shardlab
