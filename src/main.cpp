@@ -4,14 +4,20 @@
 //   shardlab sample   generate text from a checkpoint
 //   shardlab compare  per-step loss comparison of two runs
 //   shardlab plan     the chapter's memory formulas, for presets or any dims
+//   shardlab bench    training throughput against the machine's sgemm
+//   shardlab swamping bf16 rounding swallowing small updates (claim C2)
 // Every error is one message (from rank 0) and a non-zero exit.
+#include <cblas.h>
+
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
 
 #include "comm/runtime.h"
+#include "optim/swamping.h"
 #include "plan/plan_cli.h"
+#include "train/bench.h"
 #include "train/compare.h"
 #include "train/trainer.h"
 
@@ -23,10 +29,13 @@ static const char* kUsage =
     "  eval      --load CKPT --data FILE: mean loss over the file's windows\n"
     "  sample    --load CKPT --prompt TEXT [--tokens N --temperature X --seed S]: generate text\n"
     "  compare   REF_DIR RUN_DIR [--rtol X] [--all]: compare two runs' loss curves\n"
-    "  plan      [--preset 7b|70b | dims]: the chapter's model-state and activation formulas\n";
+    "  plan      [--preset 7b|70b | dims]: the chapter's model-state and activation formulas\n"
+    "  bench     [model flags] [--steps N]: tokens/s and GFLOP/s against OpenBLAS sgemm\n"
+    "  swamping  [--weight W --update U --steps N]: why bf16 weights need an fp32 master (C2)\n";
 
 int main(int argc, char** argv) {
   Runtime rt(argc, argv);
+  openblas_set_num_threads(1);  // one BLAS thread per rank: ranks are the parallelism
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     if (rt.is_root()) std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
@@ -38,6 +47,8 @@ int main(int argc, char** argv) {
     if (cmd == "eval") return eval_main(args, rt);
     if (cmd == "sample") return sample_main(args, rt);
     if (cmd == "compare") return rt.is_root() ? compare_main(args) : 0;
+    if (cmd == "bench") return rt.is_root() ? bench_main(args) : 0;
+    if (cmd == "swamping") return rt.is_root() ? swamping_main(args) : 0;
     if (cmd == "plan") return rt.is_root() ? plan::plan_main(argc - 1, argv + 1) : 0;
     if (rt.is_root()) std::fprintf(stderr, "shardlab: unknown command '%s'\n%s", cmd.c_str(), kUsage);
     return 2;

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `make test`: unit tests, command-line tests (bad input, checkpoints), MPI checks, every lesson.
+# Prints each suite's result and closes with "N passed, N failed"; exits non-zero on any failure.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+passed=0; failed=0
+suite() {  # suite NAME COMMAND...
+  local name=$1; shift
+  echo "=== $name"
+  local start=$(date +%s)
+  if "$@"; then passed=$((passed + 1)); echo "=== $name: PASS ($(( $(date +%s) - start ))s)"
+  else failed=$((failed + 1)); echo "=== $name: FAIL ($(( $(date +%s) - start ))s)"; fi
+}
+suite "unit tests" build/unit_tests
+for t in tests/cli/*.sh; do suite "cli $(basename "$t" .sh)" bash "$t"; done
+if [ -x build/mpi_tests ]; then suite "mpi tests" bash scripts/mpi_tests.sh build/mpi_tests; fi
+suite "lessons" bash scripts/run_lessons.sh
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -1,0 +1,244 @@
+// plan/model_states.cpp — bytes per parameter per recipe, exact totals, the GPT parameter count, and
+// the ledger.json check (rank 0 "current" bytes per category versus the formula).
+// See model_states.h for what is modelled and what is left out.
+#include "plan/model_states.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace shardlab::plan {
+
+namespace {
+const char* const kCategoryNames[kNumCategories] = {"param", "grad", "master", "adam_m", "adam_v",
+                                                    "momentum"};
+
+constexpr std::uint64_t kBf16 = 2;
+constexpr std::uint64_t kInt8 = 1;
+
+// Bytes of the --dtype scalar: params, grads and states without mixed precision.
+std::uint64_t scalar_bytes(Dtype d) { return d == Dtype::f64 ? 8 : 4; }
+
+// ledger.json field readers: a missing or mistyped field throws with where it was expected.
+using Json = nlohmann::json;
+
+const Json& need(const Json& obj, const char* key, const std::string& where) {
+    if (!obj.is_object() || !obj.contains(key))
+        throw std::runtime_error(std::string("missing \"") + key + "\" in " + where);
+    return obj.at(key);
+}
+std::uint64_t need_u64(const Json& obj, const char* key, const std::string& where) {
+    const Json& v = need(obj, key, where);
+    if (!v.is_number_unsigned()) throw std::runtime_error(where + "." + key + " must be a non-negative integer");
+    return v.get<std::uint64_t>();
+}
+template <class T, class P>
+T need_word(const Json& obj, const char* key, P parse) {
+    T value{};
+    const Json& v = need(obj, key, "model");
+    const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+    if (!parse(s, &value)) throw std::runtime_error("unknown model." + std::string(key) + " \"" + s + "\"");
+    return value;
+}
+}  // namespace
+
+const char* category_name(Category c) { return kCategoryNames[static_cast<int>(c)]; }
+
+bool parse_category(const std::string& s, Category* out) {
+    for (int i = 0; i < kNumCategories; ++i)
+        if (s == kCategoryNames[i]) { *out = category_at(i); return true; }
+    return false;
+}
+
+bool parse_optimizer(const std::string& s, Optimizer* out) {
+    if (s == "adamw") { *out = Optimizer::adamw; return true; }
+    if (s == "sgd") { *out = Optimizer::sgd; return true; }
+    if (s == "adam8bit") { *out = Optimizer::adam8bit; return true; }
+    return false;
+}
+bool parse_dtype(const std::string& s, Dtype* out) {
+    if (s == "f32") { *out = Dtype::f32; return true; }
+    if (s == "f64") { *out = Dtype::f64; return true; }
+    return false;
+}
+bool parse_mixed(const std::string& s, Mixed* out) {
+    if (s == "none") { *out = Mixed::none; return true; }
+    if (s == "bf16") { *out = Mixed::bf16; return true; }
+    return false;
+}
+bool parse_grad_accum(const std::string& s, GradAccum* out) {
+    if (s == "bf16") { *out = GradAccum::bf16; return true; }
+    if (s == "fp32") { *out = GradAccum::fp32; return true; }
+    return false;
+}
+bool parse_master(const std::string& s, Master* out) {
+    if (s == "fp32") { *out = Master::fp32; return true; }
+    if (s == "none") { *out = Master::none; return true; }
+    return false;
+}
+
+const char* optimizer_name(Optimizer o) {
+    switch (o) {
+        case Optimizer::adamw: return "adamw";
+        case Optimizer::sgd: return "sgd";
+        case Optimizer::adam8bit: return "adam8bit";
+    }
+    return "?";
+}
+const char* dtype_name(Dtype d) { return d == Dtype::f64 ? "f64" : "f32"; }
+const char* mixed_name(Mixed m) { return m == Mixed::bf16 ? "bf16" : "none"; }
+const char* grad_accum_name(GradAccum g) { return g == GradAccum::fp32 ? "fp32" : "bf16"; }
+const char* master_name(Master m) { return m == Master::fp32 ? "fp32" : "none"; }
+
+std::string recipe_label(const Recipe& r) {
+    std::string s = optimizer_name(r.optimizer);
+    if (r.optimizer == Optimizer::sgd) {
+        std::ostringstream m;
+        m << r.momentum;
+        s += " (momentum " + m.str() + ")";
+    }
+    if (r.mixed == Mixed::bf16) {
+        s += std::string(", mixed bf16, grad accum ") +
+             grad_accum_name(r.grad_accum) + ", master " + master_name(r.master);
+    } else {
+        s += std::string(", pure ") + dtype_name(r.dtype);
+    }
+    return s;
+}
+
+std::uint64_t PerCategory::total() const {
+    std::uint64_t t = 0;
+    for (std::uint64_t x : v) t += x;
+    return t;
+}
+
+std::uint64_t PerCategory::optimizer_total() const {
+    return (*this)[Category::master] + (*this)[Category::adam_m] + (*this)[Category::adam_v] +
+           (*this)[Category::momentum];
+}
+
+PerCategory bytes_per_param(const Recipe& r) {
+    PerCategory b;
+    const bool mixed = r.mixed == Mixed::bf16;
+    // Full-precision states (master, m, v, momentum, fp32-accumulated grads): fp32 with --mixed bf16,
+    // which computes in f32 (the trainer rejects bf16 with f64), else the --dtype scalar.
+    const std::uint64_t full = mixed ? 4 : scalar_bytes(r.dtype);
+
+    // Weights and gradients. claim C1: bf16 param 2 + bf16 grad 2; claim C3: fp32 grad accumulation
+    // adds 2 bytes. Without mixed precision both are plain --dtype scalars and there is no master.
+    b[Category::param] = mixed ? kBf16 : full;
+    b[Category::grad] = mixed ? (r.grad_accum == GradAccum::fp32 ? full : kBf16) : full;
+    const bool has_master = mixed && r.master == Master::fp32;  // claim C2: master avoids swamping
+
+    switch (r.optimizer) {
+        case Optimizer::adamw:
+            // claim C1: master 4 + m 4 + v 4 = 12 bytes, the largest share.
+            b[Category::master] = has_master ? full : 0;
+            b[Category::adam_m] = full;
+            b[Category::adam_v] = full;
+            break;
+        case Optimizer::sgd:
+            // claim C3: SGD+momentum keeps one state (4 B in fp32); momentum 0 keeps none.
+            b[Category::master] = has_master ? full : 0;
+            b[Category::momentum] = r.momentum > 0.0 ? full : 0;
+            break;
+        case Optimizer::adam8bit:
+            // claim C3: "8-bit Adam shrinks the optimizer's 12 bytes to about 3". ASSUMPTION: we take
+            // the chapter's arithmetic literally — every optimizer state that would be 4 bytes is
+            // stored in 1 byte (master 1 + m 1 + v 1 = 3), a uniform 4x cut. Real bitsandbytes keeps
+            // m and v at 1 byte each (+ one fp32 absmax per 2048-element block, ~0.002 B) and the
+            // master at whatever precision the setup keeps it (fp32 → ~6 B, none → ~2 B); the
+            // chapter's "~3" sits between. Block scales are left out so totals stay integers.
+            b[Category::master] = has_master ? kInt8 : 0;
+            b[Category::adam_m] = kInt8;
+            b[Category::adam_v] = kInt8;
+            break;
+    }
+    return b;
+}
+
+PerCategory model_state_bytes(const Recipe& r, std::uint64_t psi) {
+    // claim C1, C6: model states depend on Ψ only — no batch, no sequence.
+    PerCategory per = bytes_per_param(r);
+    PerCategory out;
+    for (int i = 0; i < kNumCategories; ++i) out.v[i] = per.v[i] * psi;
+    return out;
+}
+
+std::uint64_t gpt_param_count(const GptDims& d) {
+    const std::uint64_t V = d.vocab, T = d.seq, C = d.hidden, L = d.layers;
+    const std::uint64_t embeddings = V * C + T * C;   // wte (V, C) + wpe (T, C)
+    const std::uint64_t block = 2 * C                 // ln1 gamma, beta
+                                + 3 * C * C + 3 * C   // fused qkv (C, 3C) + bias
+                                + C * C + C           // W^O (C, C) + bias
+                                + 2 * C               // ln2
+                                + 4 * C * C + 4 * C   // fc (C, 4C) + bias
+                                + 4 * C * C + C;      // fc proj (4C, C) + bias
+    const std::uint64_t final_ln = 2 * C;
+    const std::uint64_t lm_head = C * V;              // untied, no bias
+    return embeddings + L * block + final_ln + lm_head;
+}
+
+std::uint64_t gpt_matmul_param_count(const GptDims& d) {
+    const std::uint64_t C = d.hidden;
+    return d.layers * 12 * C * C + C * d.vocab;
+}
+
+std::uint64_t gpt_flops_per_token(const GptDims& d, std::uint64_t s) {
+    return 6 * gpt_matmul_param_count(d) + 12 * d.layers * s * d.hidden;
+}
+
+bool LedgerCheck::ok() const {
+    return std::all_of(rows.begin(), rows.end(), [](const LedgerRow& r) { return r.match; });
+}
+
+// claims C1, C3: the measured model states must equal the formula to the byte.
+LedgerCheck check_ledger_text(const std::string& json_text) {
+    Json j;
+    try {
+        j = Json::parse(json_text);
+    } catch (const Json::parse_error& e) {
+        throw std::runtime_error(std::string("not valid JSON: ") + e.what());
+    }
+    LedgerCheck c;
+    const Json& model = need(j, "model", "the ledger");
+    c.psi = need_u64(model, "params", "model");
+    c.recipe.optimizer = need_word<Optimizer>(model, "optimizer", parse_optimizer);
+    c.recipe.dtype = need_word<Dtype>(model, "dtype", parse_dtype);
+    c.recipe.mixed = need_word<Mixed>(model, "mixed", parse_mixed);
+    if (c.recipe.mixed == Mixed::bf16) {   // only meaningful with mixed precision
+        c.recipe.grad_accum = need_word<GradAccum>(model, "grad_accum_dtype", parse_grad_accum);
+        c.recipe.master = need_word<Master>(model, "master", parse_master);
+    }
+    if (c.recipe.optimizer == Optimizer::sgd) {
+        const Json& m = need(model, "momentum", "model");
+        if (!m.is_number()) throw std::runtime_error("model.momentum must be a number");
+        c.recipe.momentum = m.get<double>();
+    }
+    if (j.contains("world_size")) c.world_size = static_cast<int>(need_u64(j, "world_size", "the ledger"));
+    const Json& ranks = need(j, "ranks", "the ledger");
+    if (!ranks.is_array()) throw std::runtime_error("\"ranks\" must be an array");
+    const Json* rank0 = nullptr;
+    for (const Json& r : ranks)
+        if (r.is_object() && r.contains("rank") && r.at("rank") == 0) rank0 = &r;
+    if (!rank0) throw std::runtime_error("no entry with \"rank\": 0 in \"ranks\"");
+    const Json& memory = need(*rank0, "memory", "rank 0");
+    const PerCategory formula = model_state_bytes(c.recipe, c.psi);
+    for (int i = 0; i < kNumCategories; ++i) {
+        LedgerRow row;
+        row.category = category_at(i);
+        row.formula = formula.v[i];
+        const char* name = category_name(row.category);
+        if (memory.is_object() && memory.contains(name)) {
+            row.present = true;
+            row.measured = need_u64(memory.at(name), "current", std::string("rank 0 memory.") + name);
+        }
+        row.match = row.measured == row.formula;   // absent counts as 0 bytes
+        c.rows.push_back(row);
+    }
+    return c;
+}
+
+}  // namespace shardlab::plan

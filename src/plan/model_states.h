@@ -1,0 +1,113 @@
+// plan/model_states.h — the chapter's model-state accounting (§2.4.1): bytes per parameter for a
+// precision/optimizer recipe, split into the memory ledger's categories, and exact totals for a
+// parameter count Ψ. Also the parameter count of this project's own GPT, so `plan` and the
+// trainer's ledger agree to the byte, the matmul parameter count behind the model-FLOPs formula, and
+// the exact check of a trainer ledger.json's measured model-state bytes against the formula.
+//
+// Leaves out: activations (plan/activations.h), sharding (ZeRO/FSDP/TP divide these totals; their
+// formulas live with the parallel lessons; the ledger check is unsharded only), temporary buffers,
+// allocator fragmentation, and any optimizer other than AdamW, SGD(+momentum) and the chapter's
+// 8-bit Adam (plan only, claim C3).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shardlab::plan {
+
+// The ledger's model-state categories, in the ledger's names (see core/ memory ledger).
+enum class Category : int { param = 0, grad, master, adam_m, adam_v, momentum };
+constexpr int kNumCategories = 6;
+const char* category_name(Category c);                 // "param", "grad", ..., "momentum"
+bool parse_category(const std::string& s, Category* out);
+inline Category category_at(int i) { return static_cast<Category>(i); }
+
+enum class Optimizer { adamw, sgd, adam8bit };          // adam8bit: plan only, never trained
+enum class Dtype { f32, f64 };                          // --dtype; with mixed bf16 compute is f32
+enum class Mixed { none, bf16 };                        // --mixed
+enum class GradAccum { bf16, fp32 };                    // --grad-accum-dtype (only with mixed bf16)
+enum class Master { fp32, none };                       // --master (only with mixed bf16)
+
+// One training recipe. Defaults are the chapter's C1 recipe: AdamW, bf16 mixed, fp32 master.
+struct Recipe {
+    Optimizer optimizer = Optimizer::adamw;
+    Mixed mixed = Mixed::bf16;
+    Dtype dtype = Dtype::f32;
+    GradAccum grad_accum = GradAccum::bf16;
+    Master master = Master::fp32;
+    double momentum = 0.9;                              // SGD only; 0 → no momentum state
+};
+
+// Parsers for the CLI / ledger spellings; return false on an unknown word.
+bool parse_optimizer(const std::string& s, Optimizer* out);   // adamw | sgd | adam8bit
+bool parse_dtype(const std::string& s, Dtype* out);           // f32 | f64
+bool parse_mixed(const std::string& s, Mixed* out);           // none | bf16
+bool parse_grad_accum(const std::string& s, GradAccum* out);  // bf16 | fp32
+bool parse_master(const std::string& s, Master* out);         // fp32 | none
+const char* optimizer_name(Optimizer o);
+const char* dtype_name(Dtype d);
+const char* mixed_name(Mixed m);
+const char* grad_accum_name(GradAccum g);
+const char* master_name(Master m);
+std::string recipe_label(const Recipe& r);               // e.g. "adamw, mixed bf16, f32, grad bf16, master fp32"
+
+// Unsigned integer amounts, one per category (bytes per parameter, or bytes).
+struct PerCategory {
+    std::array<std::uint64_t, kNumCategories> v{};
+    std::uint64_t& operator[](Category c) { return v[static_cast<int>(c)]; }
+    std::uint64_t operator[](Category c) const { return v[static_cast<int>(c)]; }
+    std::uint64_t total() const;
+    std::uint64_t optimizer_total() const;               // master + adam_m + adam_v + momentum
+};
+
+// Bytes per parameter for a recipe (all integers). Claims C1 (16), C3 (18, SGD 4 B state, 8-bit ~3).
+PerCategory bytes_per_param(const Recipe& r);
+
+// Exact bytes for psi parameters: bytes_per_param(r)[c] * psi for each category.
+PerCategory model_state_bytes(const Recipe& r, std::uint64_t psi);
+
+// ---- Parameter count of this project's GPT -----------------------------------------------------
+// V vocab, T max positions, C hidden, L layers. Pre-LN blocks, fused QKV with bias, W^O with bias,
+// MLP C→4C→C with biases, final LN, untied LM head without bias.
+struct GptDims {
+    std::uint64_t vocab = 256;
+    std::uint64_t seq = 128;      // T: learned position embeddings
+    std::uint64_t hidden = 128;   // C
+    std::uint64_t layers = 4;     // L
+};
+
+// Every trainable parameter: V·C + T·C + L·(12C² + 13C) + 2C + C·V.
+std::uint64_t gpt_param_count(const GptDims& d);
+
+// Parameters that sit in matmuls: N_matmul = L·12·C² + C·V (biases, LN and embeddings left out).
+std::uint64_t gpt_matmul_param_count(const GptDims& d);
+
+// Model FLOPs per trained token (forward + backward) at sequence length s:
+// 6·N_matmul + 12·L·s·C (the second term is attention's QKᵀ and A·V, which have no parameters).
+std::uint64_t gpt_flops_per_token(const GptDims& d, std::uint64_t s);
+
+// ---- Measured versus formula: a trainer ledger.json ---------------------------------------------
+// One model-state category of a ledger check.
+struct LedgerRow {
+    Category category = Category::param;
+    std::uint64_t formula = 0;    // model_state_bytes(recipe, psi)[category]
+    std::uint64_t measured = 0;   // ranks[rank 0].memory[category].current (0 if absent)
+    bool present = false;         // category appears in the ledger
+    bool match = false;           // measured == formula
+};
+
+struct LedgerCheck {
+    Recipe recipe;
+    std::uint64_t psi = 0;
+    int world_size = 1;
+    std::vector<LedgerRow> rows;   // one per Category, in ledger order
+    bool ok() const;               // every row matches
+};
+
+// Parses ledger.json text and compares rank 0's current model-state bytes with the formula.
+// Throws std::runtime_error with a one-line reason if the JSON or a required field is bad.
+LedgerCheck check_ledger_text(const std::string& json_text);
+
+}  // namespace shardlab::plan
