@@ -8,7 +8,7 @@
 
 CXX       := mpicxx
 CXXFLAGS  ?= -O3 -march=native -std=c++17 -Wall -Wextra -Wno-unused-parameter
-CPPFLAGS  += -Isrc -I/usr/include/eigen3 -I/usr/include/x86_64-linux-gnu/openblas-pthread -DEIGEN_NO_DEBUG
+CPPFLAGS  += -Isrc -isystem /usr/include/eigen3 -I/usr/include/x86_64-linux-gnu/openblas-pthread -DEIGEN_NO_DEBUG
 LDLIBS    += -lopenblas -lpthread
 
 BUILD     := build
@@ -50,7 +50,9 @@ $(BUILD)/mpi_tests: $(OBJ_MPI) $(BUILD)/libshardlab.a
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
 run: $(BUILD)/shardlab
-	$(BUILD)/shardlab train --out runs/default
+	$(BUILD)/shardlab train --out runs/default --save runs/default/checkpoints
+	@echo; echo "A sample from the trained model (build/shardlab sample --load runs/default/checkpoints):"
+	@$(BUILD)/shardlab sample --load runs/default/checkpoints --prompt "Note 7: " --tokens 400 --temperature 0.6
 
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return rt.is_root() ? bench_main(args) : 0;
     if (cmd == "swamping") return rt.is_root() ? swamping_main(args) : 0;
     if (cmd == "plan") return rt.is_root() ? plan::plan_main(argc - 1, argv + 1) : 0;
-    if (rt.is_root()) std::fprintf(stderr, "shardlab: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+    if (rt.is_root()) std::fprintf(stderr, "shardlab: error: unknown command '%s' (shardlab --help lists the commands)\n", cmd.c_str());
     return 2;
   } catch (const std::invalid_argument& e) {
     if (rt.is_root()) std::fprintf(stderr, "shardlab %s: error: %s\n", cmd.c_str(), e.what());

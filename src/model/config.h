@@ -9,7 +9,7 @@ struct GPTConfig {
   int layers = 4;    // L
   int hidden = 128;  // C
   int heads = 4;     // NH
-  int seq = 128;     // T (max positions; every window is exactly T tokens)
+  int seq = 64;      // T (max positions; every window is exactly T tokens)
   int vocab = 256;   // V (bytes)
   double dropout = 0.0;
 

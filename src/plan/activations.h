@@ -22,7 +22,7 @@ struct ActivationDims {
     std::uint64_t hidden = 128;      // h
     std::uint64_t layers = 4;        // L
     std::uint64_t heads = 4;         // a
-    std::uint64_t seq = 128;         // s
+    std::uint64_t seq = 64;          // s
     std::uint64_t micro_batch = 1;   // b
 };
 

@@ -73,7 +73,7 @@ PerCategory model_state_bytes(const Recipe& r, std::uint64_t psi);
 // MLP C→4C→C with biases, final LN, untied LM head without bias.
 struct GptDims {
     std::uint64_t vocab = 256;
-    std::uint64_t seq = 128;      // T: learned position embeddings
+    std::uint64_t seq = 64;       // T: learned position embeddings
     std::uint64_t hidden = 128;   // C
     std::uint64_t layers = 4;     // L
 };

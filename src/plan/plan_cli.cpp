@@ -27,7 +27,7 @@ const char* const kUsage =
     "                      [--grad-accum-dtype bf16|fp32] [--master fp32|none]\n"
     "                      [--attention naive|flash]\n"
     "       shardlab plan --ledger RUN/ledger.json   (exit 0 iff measured model states == formula)\n"
-    "Defaults: the trainer's GPT (L 4, C 128, A 4, S 128, V 256), micro-batch 1, and the chapter's\n"
+    "Defaults: the trainer's GPT (L 4, C 128, A 4, S 64, V 256), micro-batch 1, and the chapter's\n"
     "recipe (adamw, mixed bf16, bf16 grads, fp32 master); --dtype f64 alone means pure f64. With\n"
     "--preset only --seq, --micro-batch and recipe flags may be added. 1 GB = 1e9 bytes.\n";
 

@@ -1,5 +1,6 @@
 // `shardlab eval` (mean loss of a checkpoint over a file's windows) and `shardlab sample`
 // (text generation from a checkpoint). Both load only the weights, never optimizer states.
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -53,9 +54,19 @@ int with_model(const TrainConfig& ck, const std::string& load, int batch,
 
 int to_int(const std::string& s, const char* flag) {
   char* end = nullptr;
+  errno = 0;
   long v = std::strtol(s.c_str(), &end, 10);
-  if (s.empty() || *end || v < 0) throw std::invalid_argument(std::string("--") + flag + " expects a non-negative integer, got '" + s + "'");
+  if (s.empty() || *end || errno || v < 0 || v > 100000000)
+    throw std::invalid_argument(std::string("--") + flag + " expects an integer in 0..1e8, got '" + s + "'");
   return static_cast<int>(v);
+}
+
+double to_double(const std::string& s, const char* flag) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end || !std::isfinite(v) || v < 0)
+    throw std::invalid_argument(std::string("--") + flag + " expects a finite number ≥ 0, got '" + s + "'");
+  return v;
 }
 
 }  // namespace
@@ -88,14 +99,13 @@ int sample_main(const std::vector<std::string>& args, const Runtime& rt) {
       {"load", ""}, {"prompt", "\n"}, {"tokens", "300"}, {"temperature", "0.8"}, {"seed", "1"}};
   std::string err = parse_simple(args, kv);
   if (err.empty() && kv["load"].empty()) err = "--load CKPT is required (a checkpoint directory or one of its step_NNNNNN)";
-  double temperature = std::atof(kv["temperature"].c_str());
-  if (err.empty() && !(temperature >= 0)) err = "--temperature must be ≥ 0";
   if (!err.empty()) {
     if (rt.is_root()) std::fprintf(stderr, "shardlab sample: error: %s\n", err.c_str());
     return 2;
   }
   const int tokens = to_int(kv["tokens"], "tokens");
-  const uint64_t seed = std::strtoull(kv["seed"].c_str(), nullptr, 10);
+  const double temperature = to_double(kv["temperature"], "temperature");
+  const uint64_t seed = static_cast<uint64_t>(to_int(kv["seed"], "seed"));
   TrainConfig ck = checkpoint_config(kv["load"]);
   std::vector<int32_t> text;
   for (unsigned char c : kv["prompt"]) {

@@ -2,6 +2,8 @@
 #include "train/train_config.h"
 
 #include <cerrno>
+#include <cmath>
+#include <filesystem>
 #include <cstdlib>
 #include <functional>
 #include <sstream>
@@ -37,7 +39,7 @@ std::string parse_double(const std::string& s, double& out) {
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end || errno) return "expects a number, got '" + s + "'";
+  if (s.empty() || *end || errno || !std::isfinite(v)) return "expects a finite number, got '" + s + "'";
   out = v;
   return "";
 }
@@ -69,13 +71,13 @@ std::vector<Flag> flag_table(TrainConfig& c) {
       int_flag("layers", "transformer blocks L (4)", c.model.layers),
       int_flag("hidden", "hidden size C (128)", c.model.hidden),
       int_flag("heads", "attention heads NH (4)", c.model.heads),
-      int_flag("seq", "sequence length T (128)", c.model.seq),
+      int_flag("seq", "sequence length T (64)", c.model.seq),
       int_flag("vocab", "vocabulary size, bytes (256)", c.model.vocab),
       dbl_flag("dropout", "dropout probability (0)", c.model.dropout),
-      int_flag("micro-batch", "samples per forward/backward (16)", c.micro_batch),
-      int_flag("global-batch", "samples per optimizer step; a multiple of --micro-batch (16)", c.global_batch),
+      int_flag("micro-batch", "samples per forward/backward (32)", c.micro_batch),
+      int_flag("global-batch", "samples per optimizer step; a multiple of --micro-batch (32)", c.global_batch),
       choice_flag("optimizer", "adamw | sgd (adamw)", c.optimizer, {"adamw", "sgd"}),
-      dbl_flag("lr", "peak learning rate (3e-3)", c.lr),
+      dbl_flag("lr", "peak learning rate (4e-3)", c.lr),
       choice_flag("lr-schedule", "constant | cosine (cosine)", c.lr_schedule, {"constant", "cosine"}),
       int_flag("warmup", "linear warmup steps (20)", c.warmup),
       dbl_flag("min-lr-ratio", "cosine floor as a fraction of --lr (0.1)", c.min_lr_ratio),
@@ -92,7 +94,7 @@ std::vector<Flag> flag_table(TrainConfig& c) {
       choice_flag("master", "fp32 | none: fp32 master weights with --mixed bf16 (fp32)", c.master, {"fp32", "none"}),
       {"seed", "random seed (1234)", [&c](const std::string& s) { return parse_u64(s, c.seed); },
        [&c] { return nlohmann::json(c.seed); }},
-      int_flag("steps", "total optimizer steps (250)", c.steps),
+      int_flag("steps", "total optimizer steps (300)", c.steps),
       str_flag("data", "training text file, bytes are tokens (data/corpus.txt)", c.data),
       int_flag("eval-every", "validation loss every N steps; 0 = only at the end (50)", c.eval_every),
       int_flag("eval-windows", "validation windows per evaluation (64)", c.eval_windows),
@@ -148,8 +150,9 @@ std::string validate_train_config(const TrainConfig& c) {
   if (c.mixed == "bf16" && c.dtype != "f32") return "--mixed bf16 computes in f32; drop --dtype f64";
   if (c.mixed == "none" && (c.grad_accum_dtype != "bf16" || c.master != "fp32"))
     return "--grad-accum-dtype and --master only apply with --mixed bf16";
-  if (!c.save.empty() && !c.resume.empty() && c.save != c.resume)
-    return "--save and --resume name different directories; resume continues saving into its own directory (use one)";
+  for (const std::string* dir : {&c.out, &c.save})
+    if (!dir->empty() && std::filesystem::exists(*dir) && !std::filesystem::is_directory(*dir))
+      return "'" + *dir + "' exists and is not a directory (--out and --save name directories)";
   return "";
 }
 

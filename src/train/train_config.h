@@ -1,5 +1,6 @@
 // Everything `shardlab train` can be told, with defaults, parsing and validation.
-// Defaults train a 4-layer, 128-wide byte-level GPT on data/corpus.txt in about a minute on one core.
+// Defaults train a 4-layer, 128-wide byte-level GPT (context 64) on data/corpus.txt in about a minute
+// on one core, to a validation loss near 1.1 nats/byte (the corpus's unigram entropy is 3.2).
 // Parsing never exits: it returns an error sentence, and main prints it once (rank 0) and exits 2.
 #pragma once
 #include <cstdint>
@@ -14,11 +15,11 @@ namespace shardlab {
 
 struct TrainConfig {
   GPTConfig model;
-  int micro_batch = 16;
-  int global_batch = 16;
+  int micro_batch = 32;
+  int global_batch = 32;
   // optimizer
   std::string optimizer = "adamw";  // adamw | sgd
-  double lr = 3e-3;
+  double lr = 4e-3;
   std::string lr_schedule = "cosine";  // constant | cosine
   int warmup = 20;
   double min_lr_ratio = 0.1;  // cosine decays to lr · ratio
@@ -33,7 +34,7 @@ struct TrainConfig {
   std::string master = "fp32";           // fp32 | none (with --mixed bf16)
   // run
   uint64_t seed = 1234;
-  int steps = 250;
+  int steps = 300;
   std::string data = "data/corpus.txt";
   int eval_every = 50;     // 0 = never (a final eval still runs unless eval_windows = 0)
   int eval_windows = 64;   // validation windows per eval

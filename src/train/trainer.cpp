@@ -79,8 +79,12 @@ std::string apply_resume(const std::vector<std::string>& args, TrainConfig& cfg,
   if (merged.steps <= resume_step)
     return "--steps " + std::to_string(merged.steps) + " is not beyond the checkpoint's step " +
            std::to_string(resume_step) + " (--steps counts the total)";
+  // Keep saving next to the checkpoint resumed from (DIR, or the parent of a step directory),
+  // wherever it was first written, unless --save is given now.
+  std::filesystem::path root(cfg.resume);
+  if (std::filesystem::exists(root / "meta.json")) root = root.parent_path();
   merged.resume = cfg.resume;
-  if (merged.save.empty()) merged.save = cfg.resume;
+  merged.save = cfg.save.empty() ? root.string() : cfg.save;
   cfg = merged;
   return "";
 }

@@ -153,8 +153,8 @@ TEST_CASE("GPT parameter count matches a hand count", "[plan]") {
     CHECK(gpt_param_count(tiny) == hand);
     CHECK(gpt_matmul_param_count(tiny) == 8 * 24 + 8 * 8 + 8 * 32 + 32 * 8 + 8 * 16);   // 896
     CHECK(gpt_flops_per_token(tiny, 4) == 6 * 896 + 12 * 1 * 4 * 8);
-    // The trainer's default model (V 256, T 128, C 128, L 4): 4·198,272 + 32,768 + 16,384 + 256 + 32,768.
-    CHECK(gpt_param_count(GptDims{}) == 875264);
+    // The trainer's default model (V 256, T 64, C 128, L 4): 4·198,272 + 32,768 + 8,192 + 256 + 32,768.
+    CHECK(gpt_param_count(GptDims{}) == 867072);
 }
 
 TEST_CASE("plan --preset 7b and 70b print the chapter's numbers", "[plan][cli]") {

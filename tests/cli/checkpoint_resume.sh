@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# Checkpoints and resume, end to end through the CLI:
+#  (a) 12 straight steps (A) versus 8 steps, save, resume to 12 (B): bit-identical loss curves
+#      (compare --rtol 0), and B/loss.csv holds steps 1..12 once each; for f32 with dropout, f64,
+#      --mixed bf16 with AdamW, and SGD+momentum. The schedule is constant after a 4-step warmup
+#      so that the learning rate does not depend on --steps (cosine decay would, by design).
+#  (b) the checkpoint directory: latest, step_000004/8/12, meta.json with format_version, step,
+#      config and a sha256 per file that matches the file.
+#  (c) leftovers of an interrupted save (step_NNNNNN.tmp/, latest.tmp) don't stop a resume.
+#  (d) eval of a checkpoint (DIR and DIR/step_NNNNNN); (e) sample, deterministic per seed.
+#  (f) model.safetensors is well formed (shapes × dtype sizes = byte ranges, expected names).
+#  (g) a copied checkpoint directory resumes into itself and leaves the original alone.
+# Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 LC_ALL=C
+S=$PWD/build/shardlab
+if [ ! -x "$S" ]; then echo "FAIL - build/shardlab exists (run make first)"; exit 1; fi
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok - $1"; }
+fail() { echo "FAIL - $1 ($2)"; fails=$((fails + 1)); }
+last() { tail -n 3 "$1" | tr '\n' '|'; }
+
+head -c 20000 data/corpus.txt >"$tmp/small.txt"
+M=(--layers 1 --hidden 32 --heads 2 --seq 32 --micro-batch 2 --global-batch 2 --eval-windows 4 --progress none
+   --data "$tmp/small.txt" --lr-schedule constant --warmup 4)
+
+PY=""
+command -v python3 >/dev/null 2>&1 && python3 -c "import json, struct" >/dev/null 2>&1 && PY=python3
+
+# ---------------------------------------------------------------- (a) bit-identical resume
+resume_case() {  # resume_case NAME FLAGS...
+  local name=$1 d=$tmp/$1
+  shift
+  mkdir -p "$d"
+  if ! "$S" train "${M[@]}" "$@" --steps 12 --save "$d/ckA" --save-every 4 --out "$d/A" >"$d/logA" 2>&1; then
+    fail "$name: run A (12 steps, --save-every 4)" "$(last "$d/logA")"; return
+  fi
+  if ! "$S" train "${M[@]}" "$@" --steps 8 --save "$d/ckB" --out "$d/B" >"$d/logB" 2>&1; then
+    fail "$name: run B (8 steps, --save)" "$(last "$d/logB")"; return
+  fi
+  if ! "$S" train "${M[@]}" "$@" --resume "$d/ckB" --steps 12 --out "$d/B" >"$d/logB2" 2>&1; then
+    fail "$name: run B resumed to 12 steps" "$(last "$d/logB2")"; return
+  fi
+  if "$S" compare "$d/A" "$d/B" --rtol 0 >"$d/cmp" 2>&1; then
+    ok "$name: resumed run is bit-identical to the straight run (compare --rtol 0)"
+  else
+    fail "$name: resumed run is bit-identical to the straight run (compare --rtol 0)" "$(grep -E 'max rel|error' "$d/cmp" | head -n 1)"
+  fi
+  local steps
+  steps=$(tail -n +2 "$d/B/loss.csv" | cut -d, -f1 | tr '\n' ' ')
+  if [ "$steps" = "$(seq 1 12 | tr '\n' ' ')" ]; then
+    ok "$name: B/loss.csv has exactly steps 1..12"
+  else
+    fail "$name: B/loss.csv has exactly steps 1..12" "steps: $steps"
+  fi
+  # step, loss, grad_norm and lr columns byte-identical too (ms is timing; val_loss is evaluated
+  # at the end of each invocation, so B has one at step 8 and A does not).
+  if diff <(cut -d, -f1-4 "$d/A/loss.csv") <(cut -d, -f1-4 "$d/B/loss.csv") >/dev/null; then
+    ok "$name: loss, grad_norm and lr columns identical in A and B"
+  else
+    fail "$name: loss, grad_norm and lr columns identical in A and B" \
+      "$(diff <(cut -d, -f1-4 "$d/A/loss.csv") <(cut -d, -f1-4 "$d/B/loss.csv") | grep '^[<>]' | head -n 2 | tr '\n' '|')"
+  fi
+}
+resume_case f32_dropout --dropout 0.1
+resume_case f64 --dtype f64
+resume_case bf16_adamw --mixed bf16 --optimizer adamw
+resume_case sgd --optimizer sgd
+
+CK=$tmp/f32_dropout/ckA
+
+# ---------------------------------------------------------------- (b) checkpoint directory
+latest=$(cat "$CK/latest" 2>/dev/null)
+if [ "$latest" = step_000012 ]; then ok "(b) ckA/latest names step_000012"; else fail "(b) ckA/latest names step_000012" "latest: '$latest'"; fi
+for s in 4 8 12; do
+  sd=$CK/$(printf 'step_%06d' "$s")
+  name="(b) $(basename "$sd"): meta.json with format_version, step $s, config and matching sha256 per file"
+  if [ ! -f "$sd/meta.json" ]; then fail "$name" "no $sd/meta.json"; continue; fi
+  # Without python3 too: the keys, and each file's sha256sum, must appear in meta.json.
+  why=""
+  grep -Eq '"format_version": [0-9]+' "$sd/meta.json" || why+="no format_version; "
+  grep -Eq "^  \"step\": $s,?\$" "$sd/meta.json" || why+="no top-level \"step\": $s; "
+  grep -q '"config": {' "$sd/meta.json" || why+="no config; "
+  for f in "$sd"/*.safetensors; do
+    h=$(sha256sum "$f" | cut -d' ' -f1)
+    grep -q "\"sha256\": \"$h\"" "$sd/meta.json" || why+="sha256sum of $(basename "$f") not in meta.json; "
+  done
+  # With python3: parse it; every file is listed, with its size and hash.
+  if [ -n "$PY" ] && ! out=$($PY - "$sd" "$s" 2>&1 <<'EOF'
+import hashlib, json, os, sys
+d, step = sys.argv[1], int(sys.argv[2])
+m = json.load(open(os.path.join(d, "meta.json")))
+bad = []
+if not isinstance(m.get("format_version"), int): bad.append("no integer format_version")
+if m.get("step") != step: bad.append("step is %r" % m.get("step"))
+c = m.get("config")
+if not isinstance(c, dict) or c.get("hidden") != 32 or c.get("layers") != 1: bad.append("config missing or wrong")
+files = m.get("files") or {}
+on_disk = sorted(f for f in os.listdir(d) if f != "meta.json")
+if sorted(files) != on_disk: bad.append("files listed %s, on disk %s" % (sorted(files), on_disk))
+for f, info in files.items():
+    p = os.path.join(d, f)
+    if not os.path.isfile(p): bad.append(f + " missing"); continue
+    data = open(p, "rb").read()
+    if hashlib.sha256(data).hexdigest() != info.get("sha256"): bad.append(f + " sha256 mismatch")
+    if len(data) != info.get("bytes"): bad.append(f + " size mismatch")
+print("; ".join(bad)); sys.exit(1 if bad else 0)
+EOF
+  ); then why+="$out"; fi
+  if [ -z "$why" ]; then ok "$name"; else fail "$name" "${why%; }"; fi
+done
+
+# ---------------------------------------------------------------- (d) eval
+num_re='^[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$'
+eval_loss() { "$S" eval --load "$1" --data "$tmp/small.txt" 2>&1 | awk '/^mean loss/ {print $3}'; }
+l12=$(eval_loss "$CK")
+if [[ "$l12" =~ $num_re ]] && awk -v x="$l12" 'BEGIN { exit !(x < 5.545) }'; then
+  ok "(d) eval --load ckA: finite mean loss $l12 < ln(256)"
+else
+  fail "(d) eval --load ckA: finite mean loss < ln(256)" "got '$l12': $("$S" eval --load "$CK" --data "$tmp/small.txt" 2>&1 | tail -n 1)"
+fi
+l4=$(eval_loss "$CK/step_000004")
+if [[ "$l4" =~ $num_re ]] && [ "$l4" != "$l12" ]; then
+  ok "(d) eval --load ckA/step_000004: finite mean loss $l4 (not the step-12 value)"
+else
+  fail "(d) eval --load ckA/step_000004: finite mean loss (not the step-12 value)" "got '$l4', step 12 gave '$l12'"
+fi
+
+# ---------------------------------------------------------------- (e) sample
+smp() { "$S" sample --load "$CK" --prompt "Note 1" --tokens 40 "$@"; }
+smp --seed 7 >"$tmp/s1" 2>"$tmp/s1.err"
+rc=$?
+n=$(wc -c <"$tmp/s1")
+if [ "$rc" = 0 ] && [ "$(head -c 6 "$tmp/s1")" = "Note 1" ] && [ "$n" -ge 46 ]; then
+  ok "(e) sample --tokens 40 prints the prompt and $((n - 6)) bytes after it"
+else
+  fail "(e) sample --tokens 40 prints the prompt and >= 40 bytes after it" "exit $rc, $n bytes, $(head -c 200 "$tmp/s1.err")"
+fi
+smp --seed 7 >"$tmp/s2" 2>/dev/null
+smp --seed 8 >"$tmp/s3" 2>/dev/null
+if cmp -s "$tmp/s1" "$tmp/s2"; then ok "(e) sample: same seed, same text"; else fail "(e) sample: same seed, same text" "outputs differ"; fi
+if ! cmp -s "$tmp/s1" "$tmp/s3"; then ok "(e) sample: another seed, other text"; else fail "(e) sample: another seed, other text" "identical"; fi
+
+# ---------------------------------------------------------------- (f) safetensors layout
+if [ -z "$PY" ]; then
+  ok "(f) skipped (no python3)"
+else
+  for v in f32_dropout:F32 f64:F64 bf16_adamw:BF16; do
+    f=$tmp/${v%%:*}/ckA/step_000012/model.safetensors
+    name="(f) ${v%%:*} model.safetensors: ${v#*:} tensors, shape × dtype size = byte range, expected names"
+    if out=$($PY - "$f" "${v#*:}" 2>&1 <<'EOF'
+import json, struct, sys
+path, want_dtype = sys.argv[1], sys.argv[2]
+size = {"F64": 8, "F32": 4, "BF16": 2, "F16": 2, "I64": 8, "I32": 4, "U8": 1}
+bad = []
+try:  # the real library, when installed, must accept the file
+    from safetensors.numpy import load_file
+    load_file(path)
+except ImportError:
+    pass
+except Exception as e:
+    bad.append("safetensors refuses it: %s" % e)
+b = open(path, "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n].decode("utf-8"))
+data_len = len(b) - 8 - n
+spans = []
+for name, t in h.items():
+    if name == "__metadata__": continue
+    if t["dtype"] != want_dtype: bad.append("%s is %s" % (name, t["dtype"]))
+    count = 1
+    for s in t["shape"]: count *= s
+    lo, hi = t["data_offsets"]
+    if count * size.get(t["dtype"], 0) != hi - lo: bad.append("%s: %s x %s != %d bytes" % (name, t["shape"], t["dtype"], hi - lo))
+    spans.append((lo, hi))
+spans.sort()
+pos = 0
+for lo, hi in spans:
+    if lo != pos: bad.append("gap or overlap at byte %d" % lo); break
+    pos = hi
+if pos != data_len: bad.append("tensors cover %d of %d data bytes" % (pos, data_len))
+for want in ["tok_emb", "pos_emb", "blocks.0.attn.qkv.weight", "ln_f.weight", "lm_head.weight"]:
+    if want not in h: bad.append("no tensor " + want)
+print("; ".join(bad[:4])); sys.exit(1 if bad else 0)
+EOF
+    ); then ok "$name"; else fail "$name" "$out"; fi
+  done
+fi
+
+# ---------------------------------------------------------------- (c) leftovers of an interrupted save
+mkdir -p "$CK/step_000016.tmp" "$CK/step_000014.tmp"
+head -c 1000 /dev/urandom >"$CK/step_000016.tmp/model.safetensors"
+echo garbage >"$CK/step_000014.tmp/garbage.bin"
+printf 'garbage\0\377 not a step\n' >"$CK/latest.tmp"
+if "$S" train --resume "$CK" --steps 14 --out "$tmp/C" --progress none >"$tmp/logC" 2>&1 &&
+   [ "$(cat "$CK/latest")" = step_000014 ] && [ ! -e "$CK/step_000014/garbage.bin" ] &&
+   [ "$(tail -n +2 "$tmp/C/loss.csv" | cut -d, -f1 | tr '\n' ' ')" = "13 14 " ]; then
+  ok "(c) stale step_000016.tmp/, step_000014.tmp/ and latest.tmp don't prevent --resume ckA --steps 14"
+else
+  fail "(c) stale step_000016.tmp/, step_000014.tmp/ and latest.tmp don't prevent --resume ckA --steps 14" \
+    "$(last "$tmp/logC") latest: $(cat "$CK/latest" 2>/dev/null)"
+fi
+if "$S" eval --load "$CK" --data "$tmp/small.txt" >/dev/null 2>&1; then
+  ok "(c) the checkpoint saved next to the leftovers loads (eval)"
+else
+  fail "(c) the checkpoint saved next to the leftovers loads (eval)" "$("$S" eval --load "$CK" --data "$tmp/small.txt" 2>&1 | tail -n 1)"
+fi
+
+# ---------------------------------------------------------------- (g) a copied checkpoint directory
+orig=$tmp/sgd/ckB
+cp -r "$orig" "$tmp/ck_copy"
+before=$(cd "$orig" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+if "$S" train --resume "$tmp/ck_copy" --steps 14 --out "$tmp/G" --progress none >"$tmp/logG" 2>&1 &&
+   [ "$(cat "$tmp/ck_copy/latest")" = step_000014 ] &&
+   [ "$before" = "$(cd "$orig" && find . -type f -print0 | sort -z | xargs -0 sha256sum)" ]; then
+  ok "(g) --resume of a copied checkpoint directory saves into the copy and leaves the original alone"
+else
+  fail "(g) --resume of a copied checkpoint directory saves into the copy and leaves the original alone" \
+    "$(last "$tmp/logG") copy latest: $(cat "$tmp/ck_copy/latest" 2>/dev/null)"
+fi
+
+[ "$fails" = 0 ]
