@@ -4,10 +4,15 @@
 // qkv rows are (B, T, 3C) with per-head blocks [q_h | k_h | v_h] of HD each (see param_layout.h).
 // Forward keeps P (B, NH, T, T): the s² activation term of claim C4. Dropout masks are not stored;
 // they are regenerated from the counter-based RNG in backward.
+// Causality is used, not just masked: rows are processed in blocks of kRowBlock, and a block of
+// rows [r0, r1) only multiplies against keys [0, r1) — about half the GEMM work of the full square.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+
+#include <Eigen/Core>
 
 #include "core/gemm.h"
 #include "model/dropout.h"
@@ -19,10 +24,13 @@ struct AttentionDims {
   int HD() const { return C / NH; }
 };
 
-// out (B, T, C); probs (B, NH, T, T) kept for backward; qkv (B, T, 3C).
-// drop: dropout on P for global samples first_sample…; scratch (T, T) when drop.active().
+constexpr int kRowBlock = 64;
+
+// out (B, T, C); probs (B, NH, T, T) kept for backward (zero above the diagonal); qkv (B, T, 3C).
+// drop: dropout on P; scratch (T, T) when drop.active().
 template <class T>
 void attention_forward(T* out, T* probs, const T* qkv, AttentionDims d, const Dropout& drop, T* scratch) {
+  using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   const int Tn = d.T, C = d.C, HD = d.HD(), C3 = 3 * C;
   const T scale = T(1) / std::sqrt(T(HD));
   for (int b = 0; b < d.B; ++b)
@@ -31,16 +39,16 @@ void attention_forward(T* out, T* probs, const T* qkv, AttentionDims d, const Dr
       const T* k = q + HD;
       const T* v = q + 2 * HD;
       T* P = probs + (static_cast<size_t>(b) * d.NH + h) * Tn * Tn;
-      gemm(false, true, Tn, Tn, HD, scale, q, C3, k, C3, T(0), P, Tn);  // S (T, T)
-      for (int i = 0; i < Tn; ++i) {                                    // causal softmax, row i sees 0…i
-        T* row = P + static_cast<size_t>(i) * Tn;
-        T mx = row[0];
-        for (int j = 1; j <= i; ++j) mx = std::max(mx, row[j]);
-        T sum = 0;
-        for (int j = 0; j <= i; ++j) { row[j] = std::exp(row[j] - mx); sum += row[j]; }
-        T inv = T(1) / sum;
-        for (int j = 0; j <= i; ++j) row[j] *= inv;
-        std::fill(row + i + 1, row + Tn, T(0));
+      for (int r0 = 0; r0 < Tn; r0 += kRowBlock) {  // S[r0:r1, 0:r1] = Q[r0:r1]·K[0:r1]ᵀ·scale
+        const int r1 = std::min(Tn, r0 + kRowBlock);
+        gemm(false, true, r1 - r0, r1, HD, scale, q + static_cast<size_t>(r0) * C3, C3, k, C3, T(0),
+             P + static_cast<size_t>(r0) * Tn, Tn);
+      }
+      for (int i = 0; i < Tn; ++i) {  // causal softmax: row i sees keys 0…i
+        Row row(P + static_cast<size_t>(i) * Tn, i + 1);
+        row = (row - row.maxCoeff()).exp();
+        row *= T(1) / row.sum();
+        std::fill(P + static_cast<size_t>(i) * Tn + i + 1, P + static_cast<size_t>(i + 1) * Tn, T(0));
       }
       const T* Pd = P;
       if (drop.active()) {
@@ -48,7 +56,11 @@ void attention_forward(T* out, T* probs, const T* qkv, AttentionDims d, const Dr
         Pd = scratch;
       }
       T* o = out + static_cast<size_t>(b) * Tn * C + h * HD;
-      gemm(false, false, Tn, HD, Tn, T(1), Pd, Tn, v, C3, T(0), o, C);  // O (T, HD)
+      for (int r0 = 0; r0 < Tn; r0 += kRowBlock) {  // O[r0:r1] = Pd[r0:r1, 0:r1]·V[0:r1]
+        const int r1 = std::min(Tn, r0 + kRowBlock);
+        gemm(false, false, r1 - r0, HD, r1, T(1), Pd + static_cast<size_t>(r0) * Tn, Tn, v, C3, T(0),
+             o + static_cast<size_t>(r0) * C, C);
+      }
     }
 }
 
@@ -56,10 +68,13 @@ void attention_forward(T* out, T* probs, const T* qkv, AttentionDims d, const Dr
 template <class T>
 void attention_backward(T* d_qkv, const T* d_out, const T* qkv, const T* probs, AttentionDims d, const Dropout& drop,
                         T* scratch) {
+  using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+  using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   const int Tn = d.T, C = d.C, HD = d.HD(), C3 = 3 * C;
   const T scale = T(1) / std::sqrt(T(HD));
-  T* dP = scratch;                                   // (T, T)
+  T* dP = scratch;                                     // (T, T)
   T* Pd_buf = scratch + static_cast<size_t>(Tn) * Tn;  // (T, T), dropped probs when dropout is on
+  std::memset(static_cast<void*>(d_qkv), 0, sizeof(T) * static_cast<size_t>(d.B) * Tn * C3);  // dK, dV accumulate
   for (int b = 0; b < d.B; ++b)
     for (int h = 0; h < d.NH; ++h) {
       const size_t qoff = static_cast<size_t>(b) * Tn * C3 + h * 3 * HD;
@@ -76,19 +91,26 @@ void attention_backward(T* d_qkv, const T* d_out, const T* qkv, const T* probs, 
         drop.apply(Pd_buf, P, static_cast<size_t>(Tn) * Tn, drop.attention_index(b, h, 0));
         Pd = Pd_buf;
       }
-      gemm(false, true, Tn, Tn, HD, T(1), dO, C, v, C3, T(0), dP, Tn);   // dPd = dO·Vᵀ
-      gemm(true, false, Tn, HD, Tn, T(1), Pd, Tn, dO, C, T(0), dv, C3);  // dV = Pdᵀ·dO
-      if (drop.active()) drop.apply(dP, dP, static_cast<size_t>(Tn) * Tn, drop.attention_index(b, h, 0));
-      for (int i = 0; i < Tn; ++i) {  // dS = P ⊙ (dP - Σ_j P·dP), zero above the diagonal
-        const T* p = P + static_cast<size_t>(i) * Tn;
-        T* g = dP + static_cast<size_t>(i) * Tn;
-        T dot = 0;
-        for (int j = 0; j <= i; ++j) dot += p[j] * g[j];
-        for (int j = 0; j <= i; ++j) g[j] = p[j] * (g[j] - dot);
-        std::fill(g + i + 1, g + Tn, T(0));
+      for (int r0 = 0; r0 < Tn; r0 += kRowBlock) {
+        const int r1 = std::min(Tn, r0 + kRowBlock), m = r1 - r0;
+        const size_t ro = static_cast<size_t>(r0);
+        gemm(false, true, m, r1, HD, T(1), dO + ro * C, C, v, C3, T(0), dP + ro * Tn, Tn);  // dPd = dO·Vᵀ
+        gemm(true, false, r1, HD, m, T(1), Pd + ro * Tn, Tn, dO + ro * C, C, T(1), dv, C3);  // dV += Pdᵀ·dO
       }
-      gemm(false, false, Tn, HD, Tn, scale, dP, Tn, k, C3, T(0), dq, C3);  // dQ = dS·K / sqrt(HD)
-      gemm(true, false, Tn, HD, Tn, scale, dP, Tn, q, C3, T(0), dk, C3);   // dK = dSᵀ·Q / sqrt(HD)
+      if (drop.active()) drop.apply(dP, dP, static_cast<size_t>(Tn) * Tn, drop.attention_index(b, h, 0));
+      for (int i = 0; i < Tn; ++i) {  // dS = P ⊙ (dP - Σ_j P·dP) on j ≤ i
+        ConstRow p(P + static_cast<size_t>(i) * Tn, i + 1);
+        Row g(dP + static_cast<size_t>(i) * Tn, i + 1);
+        const T dot = (p * g).sum();
+        g = p * (g - dot);
+        std::fill(dP + static_cast<size_t>(i) * Tn + i + 1, dP + static_cast<size_t>(i + 1) * Tn, T(0));
+      }
+      for (int r0 = 0; r0 < Tn; r0 += kRowBlock) {
+        const int r1 = std::min(Tn, r0 + kRowBlock), m = r1 - r0;
+        const size_t ro = static_cast<size_t>(r0);
+        gemm(false, false, m, HD, r1, scale, dP + ro * Tn, Tn, k, C3, T(0), dq + ro * C3, C3);  // dQ = dS·K/√HD
+        gemm(true, false, r1, HD, m, scale, dP + ro * Tn, Tn, q + ro * C3, C3, T(1), dk, C3);  // dK += dSᵀ·Q/√HD
+      }
     }
 }
 

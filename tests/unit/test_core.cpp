@@ -128,23 +128,25 @@ TEST_CASE("init_params follows the documented per-tensor formula", "[core]") {
 }
 
 TEST_CASE("rng_stream: uniform in [0,1), normal moments, below in range", "[core]") {
-  const RngStream s = rng_stream(7, "stats", 1, 2, 3);
+  // One stream per draw kind: normal(i) reads counters 2i and 2i+1, uniform(i) and below(i) read i.
+  const RngStream su = rng_stream(7, "stats:uniform"), sn = rng_stream(7, "stats:normal"),
+                  sb = rng_stream(7, "stats:below");
   const int n = 100000;
   double umin = 1, umax = 0, usum = 0, usq = 0, nsum = 0, nsq = 0;
   int tails = 0;
   std::vector<int> hist(10, 0);
   bool below_in_range = true;
   for (int i = 0; i < n; ++i) {
-    const double u = s.uniform(i);
+    const double u = su.uniform(i);
     umin = std::min(umin, u);
     umax = std::max(umax, u);
     usum += u;
     usq += u * u;
-    const double z = s.normal(i);
+    const double z = sn.normal(i);
     nsum += z;
     nsq += z * z;
     tails += std::fabs(z) > 2.0;
-    const uint64_t k = s.below(i, 10);
+    const uint64_t k = sb.below(i, 10);
     below_in_range = below_in_range && k < 10;
     if (k < 10) ++hist[k];
   }
@@ -451,6 +453,25 @@ TEST_CASE("bf16 rounds to nearest even and swamps small updates (C2)", "[core]")
   CHECK(round_bf16(w + 0x1.0p-8f * 1.01f) == w + 0x1.0p-7f);  // just past the threshold the update lands
   CHECK(round_bf16(256.0f + 0.9f) == 256.0f);                  // the threshold scales with |w|
   CHECK(round_bf16(256.0f + 1.1f) == 258.0f);
+  // The exact rule is |u| < half the bf16 spacing at w, which lies between |w|/2^9 and |w|/2^8:
+  // always swamped below |w|/2^9, never above |w|/2^8, in between it depends on w and the sign of u.
+  CHECK(round_bf16(1.0f - 0.003f) != 1.0f);          // |u| < |w|/2^8, but the spacing halves below 2^k
+  CHECK(round_bf16(1.9921875f + 0.005f) != 1.9921875f);  // |u| < |w|/2^8, but |w| is near the top of its octave
+  {
+    const RngStream r = rng_stream(5, "test:swamping");
+    bool below_swamped = true, above_moves = true;
+    for (uint64_t i = 0; i < 20000; ++i) {
+      const float wv = round_bf16(float(std::exp(8.0 * (r.uniform(4 * i) - 0.5))) * (r.uniform(4 * i + 1) < 0.5 ? -1 : 1));
+      const float mag = float(r.uniform(4 * i + 2));  // (0, 1)
+      const float sign = r.uniform(4 * i + 3) < 0.5 ? -1.0f : 1.0f;
+      const float u_small = sign * mag * std::fabs(wv) * 0x1.0p-9f;            // |u| < |w|/2^9
+      const float u_big = sign * (1.0f + mag) * std::fabs(wv) * 0x1.0p-8f * 1.001f;  // |u| > |w|/2^8
+      below_swamped = below_swamped && round_bf16(wv + u_small) == wv;
+      above_moves = above_moves && round_bf16(wv + u_big) != wv;
+    }
+    CHECK(below_swamped);
+    CHECK(above_moves);
+  }
   // Repeated small updates never move a bf16 weight, however many steps.
   float wb = 1.0f, wf = 1.0f;
   for (int i = 0; i < 1000; ++i) {
