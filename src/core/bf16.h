@@ -1,6 +1,7 @@
 // bf16 as a storage format: uint16 holding the top half of an IEEE float, rounded to nearest even.
 // Never a compute type: values are widened to float at the edges, computed on, and rounded back.
-// bf16 keeps 8 exponent bits and 7 mantissa bits, so w + u == w whenever |u| < |w| / 2^8 (claim C2).
+// bf16 keeps 8 exponent bits and 7 mantissa bits, so w + u rounds back to w whenever |u| is below half
+// the bf16 spacing at w: always when |u| < |w|/2^9, never when |u| > |w|/2^8 (claim C2).
 #pragma once
 #include <cstdint>
 #include <cstring>

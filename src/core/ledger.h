@@ -56,7 +56,10 @@ class Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   Buffer(Buffer&& o) noexcept { swap(o); }
-  Buffer& operator=(Buffer&& o) noexcept { reset(); swap(o); return *this; }
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) { reset(); swap(o); }
+    return *this;
+  }
 
   void reset() {
     if (data_) { ledger_->release(cat_, n_ * sizeof(T)); std::free(data_); }

@@ -23,7 +23,8 @@ inline uint64_t hash_name(std::string_view s) {  // FNV-1a, then mixed
   return mix64(h);
 }
 
-// A named stream of random numbers: stream(seed, "dropout", step, layer).at(index).
+// A named stream of random numbers: rng_stream(seed, "dropout", step, layer).uniform(index).
+// Use one stream per kind of draw: normal(i) reads counters 2i and 2i+1, which uniform/below share.
 struct RngStream {
   uint64_t key;
   uint64_t bits(uint64_t i) const { return mix64(key ^ mix64(i)); }

@@ -55,8 +55,11 @@ int64_t load_train_checkpoint(const std::string& dir_or_step, const ParamLayout&
   const SafetensorsFile& model = file("model.safetensors");
   const std::string pd = states.stored_params_dtype();
   char* base = static_cast<char*>(states.stored_params_mut());
-  for (const TensorSpec& t : layout.tensors())
+  for (const TensorSpec& t : layout.tensors()) {
+    if (model.has(t.name) && model.shape(t.name) != t.shape)
+      throw std::runtime_error("checkpoint " + ck.path + ": tensor " + t.name + " has another shape than this model's");
     model.copy_to(t.name, pd, base + t.offset * dtype_size(pd), t.numel * dtype_size(pd));
+  }
   states.sync_compute_from_stored();
   if (with_optimizer) {
     auto views = states.optimizer_states();
