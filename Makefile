@@ -7,7 +7,7 @@
 #   make bench    throughput and GEMM-efficiency benchmarks
 
 CXX       := mpicxx
-CXXFLAGS  ?= -O3 -march=native -std=c++17 -Wall -Wextra -Wno-unused-parameter
+CXXFLAGS  ?= -O3 -march=native -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-maybe-uninitialized
 CPPFLAGS  += -Isrc -isystem /usr/include/eigen3 -I/usr/include/x86_64-linux-gnu/openblas-pthread -DEIGEN_NO_DEBUG
 LDLIBS    += -lopenblas -lpthread
 
