@@ -1,7 +1,8 @@
-// The GPT: forward and backward over a flat parameter buffer (param_layout.h) for one micro-batch.
-// Holds the stored activations (category "activation") and backward scratch ("workspace") for a
-// fixed micro-batch size B, all booked in the memory ledger. Parameters and gradients are owned by
-// the caller (the trainer's model states), so any layout can hand in its own buffers.
+// The GPT: forward and backward for one micro-batch, unit by unit (param_layout.h: embeddings,
+// blocks, head). Holds the stored activations (category "activation") and backward scratch
+// ("workspace") for a fixed micro-batch size B, all booked in the memory ledger. Weights and
+// gradients belong to the caller and are reached through UnitAccess, so a layout decides where
+// they live: one flat buffer (single process, DP), or gathered just in time and freed (ZeRO-3/FSDP).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -19,6 +20,33 @@ struct DropoutContext {
   uint64_t first_sample = 0;  // global index of the micro-batch's first sample within the step
 };
 
+// How a layout hands the model its weights and takes its gradients, one unit at a time. Pointers
+// address the unit's own range: element (flat offset o) is at ptr[o - layout.unit_begin(u)].
+// Forward visits units 0…L+1, backward L+1…0; each *_done call says the unit is finished with.
+template <class T>
+class UnitAccess {
+ public:
+  virtual ~UnitAccess() = default;
+  virtual const T* params(int unit, bool backward) = 0;
+  virtual void params_done(int unit, bool backward) {}
+  virtual T* grads(int unit) = 0;  // backward accumulates into it
+  virtual void grads_done(int unit) {}
+};
+
+// The simplest layout: everything in two flat buffers.
+template <class T>
+class FlatAccess : public UnitAccess<T> {
+ public:
+  FlatAccess(const ParamLayout& layout, const T* params, T* grads) : layout_(layout), params_(params), grads_(grads) {}
+  const T* params(int unit, bool) override { return params_ + layout_.unit_begin(unit); }
+  T* grads(int unit) override { return grads_ + layout_.unit_begin(unit); }
+
+ private:
+  const ParamLayout& layout_;
+  const T* params_;
+  T* grads_;
+};
+
 template <class T>
 class GPT {
  public:
@@ -27,10 +55,21 @@ class GPT {
   // inputs, targets (batch, T), batch ≤ micro_batch (default: all of it). Returns Σ over the
   // batch·T tokens of -log p(target) (double) and keeps activations for backward. Dropout is
   // active only when train is true.
-  double forward(const T* params, const int32_t* inputs, const int32_t* targets, bool train,
+  double forward(UnitAccess<T>& access, const int32_t* inputs, const int32_t* targets, bool train,
                  const DropoutContext& drop = {}, int batch = -1);
-  // Accumulates d(loss_scale · Σ token losses)/d params into grads. loss_scale = 1/(global batch tokens).
-  void backward(T* grads, const T* params, T loss_scale);
+  // Accumulates d(loss_scale · Σ token losses)/d params into the grads. loss_scale = 1/(global batch tokens).
+  void backward(UnitAccess<T>& access, T loss_scale);
+
+  // The same on flat buffers.
+  double forward(const T* params, const int32_t* inputs, const int32_t* targets, bool train,
+                 const DropoutContext& drop = {}, int batch = -1) {
+    FlatAccess<T> flat(layout_, params, nullptr);
+    return forward(flat, inputs, targets, train, drop, batch);
+  }
+  void backward(T* grads, const T* params, T loss_scale) {
+    FlatAccess<T> flat(layout_, params, grads);
+    backward(flat, loss_scale);
+  }
 
   // Probabilities (B, T, V) left by the last forward (for sampling).
   const T* probs() const { return logits_.data(); }

@@ -25,10 +25,12 @@ size_t ParamLayout::add(const std::string& name, std::vector<int64_t> shape, Ini
 
 ParamLayout::ParamLayout(const GPTConfig& cfg) {
   const int64_t C = cfg.hidden, V = cfg.vocab, T = cfg.seq;
+  unit_begin_.push_back(total_);
   tok_emb = add("tok_emb", {V, C}, Init::normal, true);  // (V, C)
   pos_emb = add("pos_emb", {T, C}, Init::normal, true);  // (T, C)
   for (int l = 0; l < cfg.layers; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
+    unit_begin_.push_back(total_);
     BlockOffsets b;
     b.ln1_w = add(p + "ln1.weight", {C}, Init::ones, false);
     b.ln1_b = add(p + "ln1.bias", {C}, Init::zeros, false);
@@ -44,6 +46,7 @@ ParamLayout::ParamLayout(const GPTConfig& cfg) {
     b.fcproj_b = add(p + "mlp.proj.bias", {C}, Init::zeros, false);
     blocks.push_back(b);
   }
+  unit_begin_.push_back(total_);
   lnf_w = add("ln_f.weight", {C}, Init::ones, false);
   lnf_b = add("ln_f.bias", {C}, Init::zeros, false);
   lm_head = add("lm_head.weight", {V, C}, Init::normal, true);  // (V, C), untied, no bias

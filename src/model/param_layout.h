@@ -40,9 +40,16 @@ class ParamLayout {
   size_t tok_emb, pos_emb, lnf_w, lnf_b, lm_head;
   std::vector<BlockOffsets> blocks;
 
+  // Units: the contiguous pieces a layout gathers, frees and reduces as one (FSDP's "wrapped units").
+  // Unit 0 = embeddings, units 1…L = blocks, unit L+1 = final LN + LM head.
+  int units() const { return static_cast<int>(unit_begin_.size()); }
+  size_t unit_begin(int u) const { return unit_begin_[u]; }
+  size_t unit_end(int u) const { return u + 1 < units() ? unit_begin_[u + 1] : total_; }
+
  private:
   size_t add(const std::string& name, std::vector<int64_t> shape, Init init, bool decay);
   std::vector<TensorSpec> tensors_;
+  std::vector<size_t> unit_begin_;
   size_t total_ = 0, matmul_params_ = 0;
 };
 
