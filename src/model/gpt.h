@@ -74,6 +74,7 @@ class GPT {
   // Probabilities (B, T, V) left by the last forward (for sampling).
   const T* probs() const { return logits_.data(); }
   int micro_batch() const { return B_; }
+  const ParamLayout& layout() const { return layout_; }
 
  private:
   struct LayerActs {

@@ -1,13 +1,8 @@
-// plan/model_states.cpp — bytes per parameter per recipe, exact totals, the GPT parameter count, and
-// the ledger.json check (rank 0 "current" bytes per category versus the formula).
+// plan/model_states.cpp — bytes per parameter per recipe, exact totals and the GPT parameter count.
 // See model_states.h for what is modelled and what is left out.
 #include "plan/model_states.h"
 
-#include <algorithm>
 #include <sstream>
-#include <stdexcept>
-
-#include <nlohmann/json.hpp>
 
 namespace shardlab::plan {
 
@@ -20,28 +15,6 @@ constexpr std::uint64_t kInt8 = 1;
 
 // Bytes of the --dtype scalar: params, grads and states without mixed precision.
 std::uint64_t scalar_bytes(Dtype d) { return d == Dtype::f64 ? 8 : 4; }
-
-// ledger.json field readers: a missing or mistyped field throws with where it was expected.
-using Json = nlohmann::json;
-
-const Json& need(const Json& obj, const char* key, const std::string& where) {
-    if (!obj.is_object() || !obj.contains(key))
-        throw std::runtime_error(std::string("missing \"") + key + "\" in " + where);
-    return obj.at(key);
-}
-std::uint64_t need_u64(const Json& obj, const char* key, const std::string& where) {
-    const Json& v = need(obj, key, where);
-    if (!v.is_number_unsigned()) throw std::runtime_error(where + "." + key + " must be a non-negative integer");
-    return v.get<std::uint64_t>();
-}
-template <class T, class P>
-T need_word(const Json& obj, const char* key, P parse) {
-    T value{};
-    const Json& v = need(obj, key, "model");
-    const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-    if (!parse(s, &value)) throw std::runtime_error("unknown model." + std::string(key) + " \"" + s + "\"");
-    return value;
-}
 }  // namespace
 
 const char* category_name(Category c) { return kCategoryNames[static_cast<int>(c)]; }
@@ -188,57 +161,6 @@ std::uint64_t gpt_matmul_param_count(const GptDims& d) {
 
 std::uint64_t gpt_flops_per_token(const GptDims& d, std::uint64_t s) {
     return 6 * gpt_matmul_param_count(d) + 12 * d.layers * s * d.hidden;
-}
-
-bool LedgerCheck::ok() const {
-    return std::all_of(rows.begin(), rows.end(), [](const LedgerRow& r) { return r.match; });
-}
-
-// claims C1, C3: the measured model states must equal the formula to the byte.
-LedgerCheck check_ledger_text(const std::string& json_text) {
-    Json j;
-    try {
-        j = Json::parse(json_text);
-    } catch (const Json::parse_error& e) {
-        throw std::runtime_error(std::string("not valid JSON: ") + e.what());
-    }
-    LedgerCheck c;
-    const Json& model = need(j, "model", "the ledger");
-    c.psi = need_u64(model, "params", "model");
-    c.recipe.optimizer = need_word<Optimizer>(model, "optimizer", parse_optimizer);
-    c.recipe.dtype = need_word<Dtype>(model, "dtype", parse_dtype);
-    c.recipe.mixed = need_word<Mixed>(model, "mixed", parse_mixed);
-    if (c.recipe.mixed == Mixed::bf16) {   // only meaningful with mixed precision
-        c.recipe.grad_accum = need_word<GradAccum>(model, "grad_accum_dtype", parse_grad_accum);
-        c.recipe.master = need_word<Master>(model, "master", parse_master);
-    }
-    if (c.recipe.optimizer == Optimizer::sgd) {
-        const Json& m = need(model, "momentum", "model");
-        if (!m.is_number()) throw std::runtime_error("model.momentum must be a number");
-        c.recipe.momentum = m.get<double>();
-    }
-    if (j.contains("world_size")) c.world_size = static_cast<int>(need_u64(j, "world_size", "the ledger"));
-    const Json& ranks = need(j, "ranks", "the ledger");
-    if (!ranks.is_array()) throw std::runtime_error("\"ranks\" must be an array");
-    const Json* rank0 = nullptr;
-    for (const Json& r : ranks)
-        if (r.is_object() && r.contains("rank") && r.at("rank") == 0) rank0 = &r;
-    if (!rank0) throw std::runtime_error("no entry with \"rank\": 0 in \"ranks\"");
-    const Json& memory = need(*rank0, "memory", "rank 0");
-    const PerCategory formula = model_state_bytes(c.recipe, c.psi);
-    for (int i = 0; i < kNumCategories; ++i) {
-        LedgerRow row;
-        row.category = category_at(i);
-        row.formula = formula.v[i];
-        const char* name = category_name(row.category);
-        if (memory.is_object() && memory.contains(name)) {
-            row.present = true;
-            row.measured = need_u64(memory.at(name), "current", std::string("rank 0 memory.") + name);
-        }
-        row.match = row.measured == row.formula;   // absent counts as 0 bytes
-        c.rows.push_back(row);
-    }
-    return c;
 }
 
 }  // namespace shardlab::plan

@@ -1,13 +1,12 @@
 // plan/model_states.h — the chapter's model-state accounting (§2.4.1): bytes per parameter for a
 // precision/optimizer recipe, split into the memory ledger's categories, and exact totals for a
 // parameter count Ψ. Also the parameter count of this project's own GPT, so `plan` and the
-// trainer's ledger agree to the byte, the matmul parameter count behind the model-FLOPs formula, and
-// the exact check of a trainer ledger.json's measured model-state bytes against the formula.
+// trainer's ledger agree to the byte, and the matmul parameter count behind the model-FLOPs formula.
 //
-// Leaves out: activations (plan/activations.h), sharding (ZeRO/FSDP/TP divide these totals; their
-// formulas live with the parallel lessons; the ledger check is unsharded only), temporary buffers,
-// allocator fragmentation, and any optimizer other than AdamW, SGD(+momentum) and the chapter's
-// 8-bit Adam (plan only, claim C3).
+// Leaves out: activations (plan/activations.h), sharding (DP/ZeRO/FSDP per-rank bytes are in
+// plan/sharding.h; TP/PP are not modelled yet), the ledger.json check (plan/ledger_check.h),
+// temporary buffers, allocator fragmentation, and any optimizer other than AdamW, SGD(+momentum)
+// and the chapter's 8-bit Adam (plan only, claim C3).
 #pragma once
 
 #include <array>
@@ -87,27 +86,5 @@ std::uint64_t gpt_matmul_param_count(const GptDims& d);
 // Model FLOPs per trained token (forward + backward) at sequence length s:
 // 6·N_matmul + 12·L·s·C (the second term is attention's QKᵀ and A·V, which have no parameters).
 std::uint64_t gpt_flops_per_token(const GptDims& d, std::uint64_t s);
-
-// ---- Measured versus formula: a trainer ledger.json ---------------------------------------------
-// One model-state category of a ledger check.
-struct LedgerRow {
-    Category category = Category::param;
-    std::uint64_t formula = 0;    // model_state_bytes(recipe, psi)[category]
-    std::uint64_t measured = 0;   // ranks[rank 0].memory[category].current (0 if absent)
-    bool present = false;         // category appears in the ledger
-    bool match = false;           // measured == formula
-};
-
-struct LedgerCheck {
-    Recipe recipe;
-    std::uint64_t psi = 0;
-    int world_size = 1;
-    std::vector<LedgerRow> rows;   // one per Category, in ledger order
-    bool ok() const;               // every row matches
-};
-
-// Parses ledger.json text and compares rank 0's current model-state bytes with the formula.
-// Throws std::runtime_error with a one-line reason if the JSON or a required field is bad.
-LedgerCheck check_ledger_text(const std::string& json_text);
 
 }  // namespace shardlab::plan

@@ -1,6 +1,6 @@
 // plan/plan_cli.cpp — `shardlab plan`: flag parsing, the aligned tables of model states (C1, C3) and
-// activations (C4, C5, C6), and the --ledger check of measured model-state bytes against the formula.
-// Leaves out: per-rank formulas of sharded layouts and communication estimates (see plan_cli.h).
+// activations (C4, C5, C6), the data-parallel section (plan/sharding_report.h) when --dp is given, and
+// --ledger (plan/ledger_check.h, plan/ledger_report.h). Leaves out: TP/PP layouts (see plan_cli.h).
 #include "plan/plan_cli.h"
 
 #include <algorithm>
@@ -11,6 +11,11 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+
+#include "plan/format.h"
+#include "plan/ledger_check.h"
+#include "plan/ledger_report.h"
+#include "plan/sharding_report.h"
 
 namespace shardlab::plan {
 
@@ -26,70 +31,16 @@ const char* const kUsage =
     "                      [--momentum M] [--mixed none|bf16] [--dtype f32|f64]\n"
     "                      [--grad-accum-dtype bf16|fp32] [--master fp32|none]\n"
     "                      [--attention naive|flash]\n"
-    "       shardlab plan --ledger RUN/ledger.json   (exit 0 iff measured model states == formula)\n"
+    "                      [--dp N [--zero 0|1|2|3 | --fsdp full|grad_op|no_shard|hybrid]\n"
+    "                       [--ranks-per-node K] [--accum A] [--intra-gbps X] [--inter-gbps Y]]\n"
+    "       shardlab plan --ledger RUN/ledger.json   (exit 0 iff measured == formula, every rank)\n"
     "Defaults: the trainer's GPT (L 4, C 128, A 4, S 64, V 256), micro-batch 1, and the chapter's\n"
     "recipe (adamw, mixed bf16, bf16 grads, fp32 master); --dtype f64 alone means pure f64. With\n"
-    "--preset only --seq, --micro-batch and recipe flags may be added. 1 GB = 1e9 bytes.\n";
-
-std::string commas(u64 x) {
-    std::string s = std::to_string(x);
-    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
-    return s;
-}
-
-// One unit per table, picked from its largest number, so columns compare at a glance.
-struct Unit { const char* name; long double scale; };
-Unit unit_for(u64 max_bytes) {
-    if (max_bytes >= 1000000000ULL) return {"GB", 1e9L};
-    if (max_bytes >= 1000000ULL) return {"MB", 1e6L};
-    if (max_bytes >= 1000ULL) return {"kB", 1e3L};
-    return {"B", 1.0L};
-}
-std::string fixed(long double x, int digits) {
-    std::ostringstream o;
-    o << std::fixed << std::setprecision(digits) << x;
-    return o.str();
-}
-std::string in_unit(u64 bytes, Unit u) {
-    return fixed(static_cast<long double>(bytes) / u.scale, u.scale == 1.0L ? 0 : 3) + " " + u.name;
-}
-std::string shortest(long double x) {   // 80 → "80", 2.5 → "2.5"
-    std::ostringstream o;
-    o << static_cast<double>(x);
-    return o.str();
-}
-
-// Aligned text table: first column left-aligned, the rest right-aligned; an empty row is a rule.
-class Table {
-public:
-    explicit Table(std::vector<std::string> header) : rows_{std::move(header), {}} {}
-    void row(std::vector<std::string> r) { rows_.push_back(std::move(r)); }
-    void rule() { rows_.emplace_back(); }
-    void print(std::ostream& out) const {
-        std::vector<size_t> w(rows_[0].size(), 0);
-        for (const auto& r : rows_)
-            for (size_t i = 0; i < r.size() && i < w.size(); ++i) w[i] = std::max(w[i], width(r[i]));
-        size_t total = 0;
-        for (size_t x : w) total += x + 2;
-        for (const auto& r : rows_) {
-            std::string s = r.empty() ? "  " + std::string(total - 2, '-') : "";
-            for (size_t i = 0; i < r.size(); ++i) {
-                const std::string pad(w[i] - width(r[i]), ' ');
-                s += "  " + (i == 0 ? r[i] + pad : pad + r[i]);
-            }
-            while (!s.empty() && s.back() == ' ') s.pop_back();
-            out << s << "\n";
-        }
-    }
-
-private:
-    static size_t width(const std::string& s) {   // UTF-8 code points (Ψ, ×, ² count as one)
-        size_t n = 0;
-        for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-        return n;
-    }
-    std::vector<std::vector<std::string>> rows_;   // header, rule, then rows (empty = a rule)
-};
+    "--preset only --seq, --micro-batch and recipe flags may be added. 1 GB = 1e9 bytes.\n"
+    "--dp adds per-rank model states and per-step ring bytes for DP / ZeRO / FSDP: --zero 0 (default)\n"
+    "= --fsdp no_shard, 2 = grad_op, 3 = full; hybrid shards inside nodes of --ranks-per-node K\n"
+    "(default 8 with --preset; without K every rank is on one node); --accum A micro-batches per\n"
+    "step (default 1); link speeds --intra-gbps 300 and --inter-gbps 25 (GB/s, the chapter's).\n";
 
 // ---- flags -------------------------------------------------------------------------------------
 struct Options {
@@ -101,11 +52,14 @@ struct Options {
     u64 params = 0;                               // --params, 0 if absent
     Recipe recipe;
     Attention attention = Attention::naive;
+    bool sharding = false;                        // --dp given: print the data-parallel section
+    ShardingRequest dp;
 };
 
 const char* const kValueFlags[] = {"preset", "layers", "hidden", "heads", "seq", "vocab", "params",
                                    "micro-batch", "optimizer", "momentum", "mixed", "dtype",
-                                   "grad-accum-dtype", "master", "attention", "ledger"};
+                                   "grad-accum-dtype", "master", "attention", "ledger", "dp", "zero",
+                                   "fsdp", "ranks-per-node", "accum", "intra-gbps", "inter-gbps"};
 
 // Positive integer; with sci also "7e9" / "1.5e9" when the value is an exact integer.
 bool parse_count(const std::string& s, u64* out, bool sci) {
@@ -126,6 +80,62 @@ bool parse_count(const std::string& s, u64* out, bool sci) {
 int fail(std::ostream& err, const std::string& msg) {
     err << "plan: " << msg << " (see: shardlab plan --help)\n";
     return 2;
+}
+
+u64 plan_psi(const Options& o) {
+    return o.given.count("preset") ? o.preset.psi : (o.params ? o.params : gpt_param_count(o.gpt));
+}
+
+// --dp and the flags that only mean something with it (claims C7–C16).
+int parse_sharding(Options* o, std::ostream& err) {
+    auto has = [&](const char* n) { return o->given.count(n) > 0; };
+    auto bad = [&](const std::string& name, const std::string& expected) {
+        return fail(err, "bad value '" + o->given[name] + "' for --" + name + ", expected " + expected);
+    };
+    if (!has("dp")) {
+        for (const char* n : {"zero", "fsdp", "ranks-per-node", "accum", "intra-gbps", "inter-gbps"})
+            if (has(n)) return fail(err, std::string("--") + n + " needs --dp N");
+        return 0;
+    }
+    o->sharding = true;
+    ShardingRequest& q = o->dp;
+    Layout& l = q.layout;
+    constexpr u64 kMaxDp = 1u << 20;
+    if (!parse_count(o->given["dp"], &l.dp, false) || l.dp > kMaxDp) return bad("dp", "an integer in [1, 1048576]");
+    if (has("zero") && has("fsdp")) return fail(err, "--zero and --fsdp both pick the strategy; give one");
+    q.chosen_by = "--zero 0, the default";
+    if (has("zero")) {
+        if (!parse_zero_stage(o->given["zero"], &l.strategy)) return bad("zero", "0, 1, 2 or 3");
+        q.chosen_by = "--zero " + o->given["zero"];
+    }
+    if (has("fsdp")) {
+        if (!parse_fsdp(o->given["fsdp"], &l.strategy)) return bad("fsdp", "full, grad_op, no_shard or hybrid");
+        q.chosen_by = "--fsdp " + o->given["fsdp"];
+    }
+    if (has("ranks-per-node")) {
+        if (!parse_count(o->given["ranks-per-node"], &l.ranks_per_node, false) || l.ranks_per_node > kMaxDp)
+            return bad("ranks-per-node", "an integer in [1, 1048576]");
+        q.nodes_given = true;
+    } else if (has("preset")) {
+        l.ranks_per_node = 8;   // the chapter's 8-GPU nodes
+        q.nodes_given = true;
+    }
+    if (has("accum") && (!parse_count(o->given["accum"], &l.accum, false) || l.accum > 1000000))
+        return bad("accum", "an integer in [1, 1000000]");
+    for (const auto& [name, dst] : {std::pair{"intra-gbps", &q.intra_gbps}, std::pair{"inter-gbps", &q.inter_gbps}}) {
+        if (!has(name)) continue;
+        char* end = nullptr;
+        const std::string& v = o->given[name];
+        *dst = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end != '\0' || !(*dst > 0 && *dst < 1e12)) return bad(name, "a positive number of GB/s");
+    }
+    if (l.strategy == Strategy::hybrid && !l.ranks_per_node)
+        return fail(err, "--fsdp hybrid needs --ranks-per-node K");
+    if (const std::string why = layout_error(l); !why.empty()) return fail(err, why);
+    // Keep every comm byte count exact in 64 bits: ZeRO-3/hybrid send up to (3A + 2)·Ψ_pad·8 bytes.
+    if ((plan_psi(*o) + (long double)l.dp) * 8.0L * (3.0L * l.accum + 2) > 1e18L)
+        return fail(err, "sizes too large for exact 64-bit byte counts");
+    return 0;
 }
 
 int parse_options(const std::vector<std::string>& args, Options* o, std::ostream& err) {
@@ -206,7 +216,7 @@ int parse_options(const std::vector<std::string>& args, Options* o, std::ostream
                             (long double)o->gpt.hidden * (o->gpt.vocab * 2.0L + s);
     if (act > big || 32.0L * std::max<long double>(gpt, o->params) > big)
         return fail(err, "sizes too large for exact 64-bit byte counts");
-    return 0;
+    return parse_sharding(o, err);
 }
 
 // ---- the plan tables ---------------------------------------------------------------------------
@@ -298,7 +308,7 @@ void print_activations(std::ostream& out, const ActivationDims& d, Attention cho
 
 int print_plan(const Options& o, std::ostream& out) {
     const bool preset = o.given.count("preset") > 0;
-    const u64 psi = preset ? o.preset.psi : (o.params ? o.params : gpt_param_count(o.gpt));
+    const u64 psi = plan_psi(o);
     out << "shardlab plan: the chapter's memory formulas (1 GB = 1e9 bytes)\n";
     if (preset) {
         out << "model:  preset " << o.preset.name << ", Ψ = " << commas(psi) << " (the chapter's round number)\n";
@@ -316,6 +326,10 @@ int print_plan(const Options& o, std::ostream& out) {
     print_model_states(out, o.recipe, psi);
     print_variants(out, o.recipe, psi);
     print_activations(out, o.act, o.attention, model_state_bytes(o.recipe, psi).total());
+    if (o.sharding) {
+        out << "\n";
+        print_sharding(out, o.recipe, psi, o.dp, o.act, o.attention);
+    }
     return 0;
 }
 
@@ -331,34 +345,7 @@ int run_ledger(const std::string& path, std::ostream& out, std::ostream& err) {
         err << "plan: " << path << ": " << e.what() << "\n";
         return 2;
     }
-    out << "ledger: " << path << "\n"
-        << "  Ψ = " << commas(c.psi) << " (model.params); recipe: " << recipe_label(c.recipe)
-        << "; world size " << c.world_size << "\n"
-        << "Model states: formula (claims C1, C3) vs rank 0's current bytes\n";
-    Table t({"category", "formula bytes", "measured bytes", "match"});
-    u64 ft = 0, mt = 0;
-    for (const LedgerRow& r : c.rows) {
-        t.row({category_name(r.category), commas(r.formula), r.present ? commas(r.measured) : "(absent)",
-               r.match ? "yes" : "NO"});
-        ft += r.formula;
-        mt += r.measured;
-    }
-    t.rule();
-    t.row({"total", commas(ft), commas(mt), ft == mt ? "yes" : "NO"});
-    t.print(out);
-    if (c.world_size > 1)
-        out << "  note: the formula is the unsharded per-rank total (plain DP replicates it, claim C11);\n"
-               "  ZeRO/FSDP/TP runs shard model states and are not checked here.\n";
-    if (c.ok()) out << "result: every category matches exactly\n";
-    else {
-        out << "result: MISMATCH in";
-        for (const LedgerRow& r : c.rows)
-            if (!r.match)
-                out << " " << category_name(r.category) << " (measured " << (r.measured > r.formula ? "+" : "-")
-                    << commas(r.measured > r.formula ? r.measured - r.formula : r.formula - r.measured) << " B)";
-        out << "\n";
-    }
-    return c.ok() ? 0 : 1;
+    return print_ledger_check(out, path, c);
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // plan/plan_cli.h — `shardlab plan`: prints the chapter's model-state and activation formulas for a
-// preset (the chapter's 7B/70B), for this project's GPT dims, or for a raw parameter count; and, with
-// --ledger, prints check_ledger_text's (model_states.h) measured-versus-formula table.
+// preset (the chapter's 7B/70B), for this project's GPT dims, or for a raw parameter count; with --dp,
+// the per-rank model states and per-step ring bytes of DP / ZeRO-1/2/3 / FSDP (plan/sharding_report.h);
+// and, with --ledger, the measured-versus-formula check of a trainer ledger.json, single-process or
+// data-parallel (plan/ledger_check.h).
 //
-// Leaves out: sharded layouts (ZeRO/FSDP/TP/PP per-rank formulas), communication volumes and time
-// estimates; the ledger check covers unsharded model states only, not activations.
+// Leaves out: TP/PP/CP/EP layouts, and activations in the ledger check.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,7 @@ struct Preset {
 bool find_preset(const std::string& name, Preset* out);   // "7b" | "70b"
 
 // `plan` with its arguments (without the leading "plan"), writing to out/err.
-// Returns 0 on success (ledger mode: every category matches), 1 on a ledger mismatch, 2 on bad input.
+// Returns 0 on success (ledger mode: everything matches), 1 on a ledger mismatch, 2 on bad input.
 int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 // Entry point for `shardlab plan ...`; argv[0] is "plan".

@@ -7,7 +7,7 @@
 namespace shardlab {
 
 template <class T>
-double evaluate_windows(GPT<T>& model, const T* params, const TextData& data, int max_windows, TextData::Part part) {
+double evaluate_windows(GPT<T>& model, UnitAccess<T>& weights, const TextData& data, int max_windows, TextData::Part part) {
   int n = data.windows(part);
   if (max_windows > 0) n = std::min(n, max_windows);
   const int B = model.micro_batch(), Tn = static_cast<int>(data.seq());
@@ -16,12 +16,12 @@ double evaluate_windows(GPT<T>& model, const T* params, const TextData& data, in
   for (int w = 0; w < n; w += B) {
     int count = std::min(B, n - w);
     data.window_batch(part, w, count, in.data(), tg.data());
-    sum += model.forward(params, in.data(), tg.data(), false, {}, count);
+    sum += model.forward(weights, in.data(), tg.data(), false, {}, count);
   }
   return sum / (double(n) * Tn);
 }
 
-template double evaluate_windows<float>(GPT<float>&, const float*, const TextData&, int, TextData::Part);
-template double evaluate_windows<double>(GPT<double>&, const double*, const TextData&, int, TextData::Part);
+template double evaluate_windows<float>(GPT<float>&, UnitAccess<float>&, const TextData&, int, TextData::Part);
+template double evaluate_windows<double>(GPT<double>&, UnitAccess<double>&, const TextData&, int, TextData::Part);
 
 }  // namespace shardlab

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <stdexcept>
+#include <type_traits>
 
 #include "core/ledger.h"
 #include "core/rng.h"
@@ -47,7 +48,8 @@ int with_model(const TrainConfig& ck, const std::string& load, int batch,
   ParamLayout layout(cfg.model);
   MemoryLedger ledger;
   ModelStates<T> states(cfg, layout, ledger);
-  load_train_checkpoint(load, layout, states, false);
+  load_train_checkpoint<T>(load, layout, {{"model", &states.params()}});
+  states.sync_compute(0, layout.total());
   GPT<T> model(cfg.model, layout, batch, ledger);
   return fn(model, states.compute_params());
 }
@@ -85,7 +87,9 @@ int eval_main(const std::vector<std::string>& args, const Runtime& rt) {
   auto run = [&](auto& model, const auto* params) {
     int n = data.windows(TextData::Part::whole);
     if (max_windows > 0) n = std::min(n, max_windows);
-    double loss = evaluate_windows(model, params, data, n, TextData::Part::whole);
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(params)>>;
+    FlatAccess<T> weights(model.layout(), params, nullptr);
+    double loss = evaluate_windows(model, weights, data, n, TextData::Part::whole);
     std::printf("mean loss %.6f nats/token (%.4f bits/byte) over %d windows of %d tokens of %s\n", loss,
                 loss / std::log(2.0), n, ck.model.seq, data.path().c_str());
     return 0;

@@ -1,6 +1,8 @@
-// Training checkpoints: tensors of the model states in and out of safetensors (see train_checkpoint.h).
+// Training checkpoints: model-state stores in and out of safetensors (see train_checkpoint.h).
 #include "train/train_checkpoint.h"
 
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include "train/checkpoint.h"
@@ -10,22 +12,36 @@ namespace shardlab {
 namespace {
 
 template <class T>
-const char* state_dtype() { return sizeof(T) == 8 ? "F64" : "F32"; }
+std::string store_dtype(const FlatStore<T>& s) {
+  if (s.is_bf16()) return "BF16";
+  return sizeof(T) == 8 ? "F64" : "F32";
+}
+
+std::string tensor_name(const std::string& kind, const std::string& name) {
+  return kind == "model" ? name : kind + "." + name;
+}
 
 }  // namespace
 
 template <class T>
+NamedStores<T> checkpoint_stores(ModelStates<T>& states) {
+  NamedStores<T> s{{"model", &states.params()}};
+  for (const auto& v : states.optimizer_states()) s.push_back({v.kind, v.store});
+  return s;
+}
+
+template <class T>
 std::string save_train_checkpoint(const std::string& dir, int64_t step, const TrainConfig& cfg,
-                                  const ParamLayout& layout, ModelStates<T>& states) {
+                                  const ParamLayout& layout, const NamedStores<T>& stores) {
   CheckpointFile model{"model.safetensors", {}}, optim{"optimizer.safetensors", {}};
-  const std::string pd = states.stored_params_dtype();
-  const char* base = static_cast<const char*>(states.stored_params());
-  for (const TensorSpec& t : layout.tensors())
-    model.tensors.push_back({t.name, pd, t.shape, base + t.offset * dtype_size(pd), t.numel * dtype_size(pd)});
-  for (const auto& s : states.optimizer_states())
+  for (const auto& [kind, store] : stores) {
+    const std::string dt = store_dtype(*store);
+    if (store->begin() != 0 || store->size() < layout.total())
+      throw std::logic_error("save_train_checkpoint needs whole stores; gather shards first");
     for (const TensorSpec& t : layout.tensors())
-      optim.tensors.push_back({std::string(s.kind) + "." + t.name, state_dtype<T>(), t.shape, s.data + t.offset,
-                               t.numel * sizeof(T)});
+      (kind == "model" ? model : optim)
+          .tensors.push_back({tensor_name(kind, t.name), dt, t.shape, store->raw(t.offset), t.numel * store->elem_bytes()});
+  }
   nlohmann::json meta;
   meta["config"] = cfg.to_json();
   meta["params"] = layout.total();
@@ -44,40 +60,37 @@ TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step) {
 }
 
 template <class T>
-int64_t load_train_checkpoint(const std::string& dir_or_step, const ParamLayout& layout, ModelStates<T>& states,
-                              bool with_optimizer) {
+int64_t load_train_checkpoint(const std::string& dir_or_step, const ParamLayout& layout, const NamedStores<T>& stores) {
   LoadedCheckpoint ck = load_checkpoint(dir_or_step);
-  auto file = [&](const std::string& name) -> const SafetensorsFile& {
-    auto it = ck.files.find(name);
-    if (it == ck.files.end()) throw std::runtime_error("checkpoint " + ck.path + " has no " + name);
-    return it->second;
-  };
-  const SafetensorsFile& model = file("model.safetensors");
-  const std::string pd = states.stored_params_dtype();
-  char* base = static_cast<char*>(states.stored_params_mut());
-  for (const TensorSpec& t : layout.tensors()) {
-    if (model.has(t.name) && model.shape(t.name) != t.shape)
-      throw std::runtime_error("checkpoint " + ck.path + ": tensor " + t.name + " has another shape than this model's");
-    model.copy_to(t.name, pd, base + t.offset * dtype_size(pd), t.numel * dtype_size(pd));
-  }
-  states.sync_compute_from_stored();
-  if (with_optimizer) {
-    auto views = states.optimizer_states();
-    if (!views.empty()) {
-      const SafetensorsFile& optim = file("optimizer.safetensors");
-      for (const auto& s : views)
-        for (const TensorSpec& t : layout.tensors())
-          optim.copy_to(std::string(s.kind) + "." + t.name, state_dtype<T>(), s.data + t.offset, t.numel * sizeof(T));
+  std::vector<unsigned char> tensor;
+  for (const auto& [kind, store] : stores) {
+    const std::string file = kind == "model" ? "model.safetensors" : "optimizer.safetensors";
+    auto it = ck.files.find(file);
+    if (it == ck.files.end()) throw std::runtime_error("checkpoint " + ck.path + " has no " + file);
+    const SafetensorsFile& f = it->second;
+    const std::string dt = store_dtype(*store);
+    const size_t eb = store->elem_bytes();
+    for (const TensorSpec& t : layout.tensors()) {
+      const size_t lo = std::max(store->begin(), t.offset), hi = std::min(store->end(), t.offset + t.numel);
+      if (lo >= hi) continue;  // not in this rank's shard
+      const std::string name = tensor_name(kind, t.name);
+      if (f.has(name) && f.shape(name) != t.shape)
+        throw std::runtime_error("checkpoint " + ck.path + ": tensor " + name + " has another shape than this model's");
+      tensor.resize(t.numel * eb);
+      f.copy_to(name, dt, tensor.data(), tensor.size());
+      std::memcpy(store->raw(lo), tensor.data() + (lo - t.offset) * eb, (hi - lo) * eb);
     }
   }
   return ck.meta.at("step").get<int64_t>();
 }
 
+template NamedStores<float> checkpoint_stores<float>(ModelStates<float>&);
+template NamedStores<double> checkpoint_stores<double>(ModelStates<double>&);
 template std::string save_train_checkpoint<float>(const std::string&, int64_t, const TrainConfig&, const ParamLayout&,
-                                                  ModelStates<float>&);
-template std::string save_train_checkpoint<double>(const std::string&, int64_t, const TrainConfig&,
-                                                   const ParamLayout&, ModelStates<double>&);
-template int64_t load_train_checkpoint<float>(const std::string&, const ParamLayout&, ModelStates<float>&, bool);
-template int64_t load_train_checkpoint<double>(const std::string&, const ParamLayout&, ModelStates<double>&, bool);
+                                                  const NamedStores<float>&);
+template std::string save_train_checkpoint<double>(const std::string&, int64_t, const TrainConfig&, const ParamLayout&,
+                                                   const NamedStores<double>&);
+template int64_t load_train_checkpoint<float>(const std::string&, const ParamLayout&, const NamedStores<float>&);
+template int64_t load_train_checkpoint<double>(const std::string&, const ParamLayout&, const NamedStores<double>&);
 
 }  // namespace shardlab

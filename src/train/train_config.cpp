@@ -104,6 +104,16 @@ std::vector<Flag> flag_table(TrainConfig& c) {
       str_flag("resume", "continue from DIR/latest", c.resume),
       choice_flag("progress", "auto | bar | lines | none (auto: a bar on a terminal)", c.progress,
                   {"auto", "bar", "lines", "none"}),
+      int_flag("dp", "data-parallel ranks (default: the whole world)", c.dp),
+      int_flag("zero", "ZeRO stage 0 | 1 | 2 | 3 (0)", c.zero),
+      choice_flag("fsdp", "none | full | grad_op | no_shard | hybrid (none)", c.fsdp,
+                  {"none", "full", "grad_op", "no_shard", "hybrid"}),
+      dbl_flag("bucket-mb", "DP gradient bucket size in MB (1)", c.bucket_mb),
+      choice_flag("overlap", "on | off: sync gradients during backward (on)", c.overlap, {"on", "off"}),
+      choice_flag("prefetch", "on | off: ZeRO-3 gathers the next unit early (on)", c.prefetch, {"on", "off"}),
+      choice_flag("comm", "ring | mpi: hand-written rings or MPI's built-ins (ring)", c.comm, {"ring", "mpi"}),
+      int_flag("ranks-per-node", "simulate nodes of K consecutive ranks (0: real nodes)", c.ranks_per_node),
+      choice_flag("trace", "on | off: write DIR/trace.json, a per-rank timeline (off)", c.trace, {"on", "off"}),
   };
 }
 
@@ -150,6 +160,11 @@ std::string validate_train_config(const TrainConfig& c) {
   if (c.mixed == "bf16" && c.dtype != "f32") return "--mixed bf16 computes in f32; drop --dtype f64";
   if (c.mixed == "none" && (c.grad_accum_dtype != "bf16" || c.master != "fp32"))
     return "--grad-accum-dtype and --master only apply with --mixed bf16";
+  if (c.zero < 0 || c.zero > 3) return "--zero must be 0, 1, 2 or 3";
+  if (c.zero != 0 && c.fsdp != "none") return "--zero and --fsdp name the same thing; give one (fsdp full = zero 3, grad_op = zero 2, no_shard = zero 0)";
+  if (c.dp < 0 || c.ranks_per_node < 0) return "--dp and --ranks-per-node must not be negative";
+  if (!(c.bucket_mb > 0)) return "--bucket-mb must be positive";
+  if (c.trace == "on" && c.out.empty()) return "--trace on writes DIR/trace.json: give --out DIR";
   for (const std::string* dir : {&c.out, &c.save})
     if (!dir->empty() && std::filesystem::exists(*dir) && !std::filesystem::is_directory(*dir))
       return "'" + *dir + "' exists and is not a directory (--out and --save name directories)";

@@ -43,6 +43,16 @@ struct TrainConfig {
   int save_every = 0;      // 0 = only at the end (when --save is given)
   std::string resume;      // DIR to resume from (its latest)
   std::string progress = "auto";  // auto | bar | lines | none
+  // parallel layout (data-parallel family)
+  int dp = 0;                      // data-parallel ranks; 0 = what the other axes leave of the world
+  int zero = 0;                    // ZeRO stage 0..3
+  std::string fsdp = "none";       // none | full | grad_op | no_shard | hybrid
+  double bucket_mb = 1.0;          // gradient bucket size for DP's overlapped all-reduce
+  std::string overlap = "on";      // on | off: sync gradients during backward
+  std::string prefetch = "on";     // on | off: ZeRO-3 gathers the next unit while this one computes
+  std::string comm = "ring";       // ring (hand-written) | mpi (MPI's built-ins)
+  int ranks_per_node = 0;          // simulate nodes of K ranks; 0 = real shared-memory nodes
+  std::string trace = "off";       // on | off: write DIR/trace.json (needs --out)
 
   int accumulation_steps() const { return global_batch / micro_batch; }
   nlohmann::json to_json() const;

@@ -18,45 +18,33 @@
 #include "train/model_states.h"
 #include "train/progress.h"
 #include "train/train_checkpoint.h"
+#include "train/run_report.h"
+#include "parallel/data_parallel.h"
+#include "comm/process_grid.h"
+#include "train/checkpoint.h"
 
 namespace shardlab {
 
 namespace {
 
-nlohmann::json ledger_file_json(const TrainConfig& cfg, size_t params, const MemoryLedger& ledger) {
-  nlohmann::json j;
-  j["world_size"] = 1;
-  j["model"] = {{"params", params},
-                {"dtype", cfg.dtype},
-                {"mixed", cfg.mixed},
-                {"optimizer", cfg.optimizer},
-                {"grad_accum_dtype", cfg.grad_accum_dtype},
-                {"master", cfg.master},
-                {"momentum", cfg.momentum}};
-  j["ranks"] = nlohmann::json::array({{{"rank", 0}, {"memory", ledger.to_json()}, {"comm", nlohmann::json::array()}}});
-  return j;
-}
-
-void print_summary(const TrainConfig& cfg, size_t params, const MemoryLedger& ledger, const Progress& progress,
-                   double last_loss, std::optional<double> last_val) {
-  std::printf("\n%s params (%d layers, hidden %d, %d heads, seq %d), %s, %s\n", std::to_string(params).c_str(),
-              cfg.model.layers, cfg.model.hidden, cfg.model.heads, cfg.model.seq, cfg.dtype.c_str(),
-              cfg.mixed == "bf16" ? "mixed bf16" : "no mixed precision");
-  std::printf("final loss %.4f", last_loss);
-  if (last_val) std::printf("   val loss %.4f", *last_val);
-  std::printf("   %.0f tokens/s over %s\n", progress.tokens_per_second(),
-              format_duration(progress.elapsed_seconds()).c_str());
-  std::printf("memory (rank 0)      current        peak   bytes/param\n");
-  for (int i = 0; i < kMemCategories; ++i) {
-    Mem c = static_cast<Mem>(i);
-    if (ledger.peak(c) == 0) continue;
-    std::printf("  %-12s %12s %12s", mem_name(c), format_bytes(ledger.current(c)).c_str(),
-                format_bytes(ledger.peak(c)).c_str());
-    if (i <= static_cast<int>(Mem::momentum)) std::printf("   %6.2f", double(ledger.current(c)) / params);
-    std::printf("\n");
+// Checks that depend on the number of ranks. "" when valid.
+std::string validate_world(const TrainConfig& cfg, int world) {
+  const int dp = cfg.dp ? cfg.dp : world;
+  if (dp != world)
+    return "--dp " + std::to_string(dp) + " × tp 1 × pp 1 × cp 1 × ep 1 = " + std::to_string(dp) + ", but the world has " +
+           std::to_string(world) + " ranks (mpirun -np " + std::to_string(dp) + ")";
+  if (cfg.global_batch % (dp * cfg.micro_batch) != 0)
+    return "--global-batch " + std::to_string(cfg.global_batch) + " is not divisible by dp × micro-batch = " +
+           std::to_string(dp) + " × " + std::to_string(cfg.micro_batch);
+  if (cfg.fsdp == "hybrid") {
+    const int k = cfg.ranks_per_node;
+    if (k <= 0 || dp % k != 0 || dp / k < 2)
+      return "--fsdp hybrid shards inside a node and replicates across nodes: it needs at least 2 nodes "
+             "(e.g. --ranks-per-node " + std::to_string(std::max(1, dp / 2)) + " with " + std::to_string(dp) + " ranks)";
   }
-  std::printf("  %-12s %12s %12s   %6.2f\n", "model states", format_bytes(ledger.model_state_bytes()).c_str(), "",
-              double(ledger.model_state_bytes()) / params);
+  if (cfg.ranks_per_node > 0 && world % cfg.ranks_per_node != 0)
+    return "--ranks-per-node " + std::to_string(cfg.ranks_per_node) + " does not divide the world size " + std::to_string(world);
+  return "";
 }
 
 // Resuming starts from the checkpoint's config; flags given now override it, except the ones that
@@ -90,76 +78,101 @@ std::string apply_resume(const std::vector<std::string>& args, TrainConfig& cfg,
 }
 
 template <class T>
-int train_impl(const TrainConfig& cfg, int64_t resume_step) {
-  TextData data(cfg.data, cfg.model.seq, cfg.model.vocab);
+int train_impl(const TrainConfig& cfg, int64_t resume_step, const TextData& data) {
+  CommLedger comm_ledger;
+  Trace trace(cfg.trace == "on");
+  ProcessGrid grid(GridSizes{cfg.dp, 1, 1, 1, 1}, cfg.ranks_per_node, &comm_ledger, &trace,
+                   cfg.comm == "mpi" ? CommImpl::mpi : CommImpl::ring);
+  const bool root = grid.world_rank() == 0;
+  const int dp = grid.size(Axis::dp), dp_rank = grid.coord(Axis::dp);
   ParamLayout layout(cfg.model);
   MemoryLedger ledger;
-  ModelStates<T> states(cfg, layout, ledger);
+  DataParallel<T> engine(cfg, layout, grid, ledger, trace);
   GPT<T> model(cfg.model, layout, cfg.micro_batch, ledger);
-  if (resume_step > 0) load_train_checkpoint(cfg.resume, layout, states, true);
+  if (resume_step > 0) engine.load_checkpoint(cfg.resume);
 
   std::unique_ptr<LossLog> log;
-  if (!cfg.out.empty()) {
+  if (!cfg.out.empty() && root) {
     std::filesystem::create_directories(cfg.out);
     std::ofstream(cfg.out + "/config.json") << cfg.to_json().dump(2) << "\n";
     log = std::make_unique<LossLog>(cfg.out + "/loss.csv", sizeof(T) == 8, static_cast<int>(resume_step));
   }
   const int B = cfg.micro_batch, Tn = cfg.model.seq;
+  const int per_rank = cfg.global_batch / dp, accum = per_rank / B;
   const double tokens_per_step = double(cfg.global_batch) * Tn;
-  const T loss_scale = T(1.0 / tokens_per_step);
+  const T loss_scale = T(1.0 / tokens_per_step);  // the one loss normalisation: mean over the GLOBAL batch
   std::vector<int32_t> inputs(B * Tn), targets(B * Tn);
-  std::printf("training %zu params on %s (%zu train / %zu validation bytes), %d steps of %d×%d tokens%s\n",
-              layout.total(), data.path().c_str(), data.train_bytes(), data.val_bytes(), cfg.steps, cfg.global_batch,
-              Tn, resume_step > 0 ? (", resuming after step " + std::to_string(resume_step)).c_str() : "");
-  Progress progress(cfg.progress, static_cast<int>(resume_step), cfg.steps, tokens_per_step);
+  if (root) {
+    std::printf("training %zu params on %s (%zu train / %zu validation bytes), %d steps of %d×%d tokens",
+                layout.total(), data.path().c_str(), data.train_bytes(), data.val_bytes(), cfg.steps, cfg.global_batch, Tn);
+    if (dp > 1) std::printf(", %s over %d data-parallel ranks (%d micro-batches of %d per rank per step)",
+                            strategy_name(engine.strategy()), dp, accum, B);
+    if (resume_step > 0) std::printf(", resuming after step %lld", static_cast<long long>(resume_step));
+    std::printf("\n");
+  }
+  Progress progress(root ? cfg.progress : "none", static_cast<int>(resume_step), cfg.steps, tokens_per_step);
   double last_loss = NAN;
   std::optional<double> last_val;
+  grid.world().barrier();
+  trace.restart();
 
   for (int step = static_cast<int>(resume_step) + 1; step <= cfg.steps; ++step) {
     auto t0 = std::chrono::steady_clock::now();
-    states.zero_grads();
-    double loss_sum = 0.0;
-    for (int k = 0; k < cfg.accumulation_steps(); ++k) {
-      const uint64_t first = static_cast<uint64_t>(k) * B;
+    Trace::Span step_span(trace, "step " + std::to_string(step), "step", 1);
+    engine.begin_step();
+    double local_loss = 0.0;
+    for (int k = 0; k < accum; ++k) {
+      // This rank's samples of the global batch: [dp_rank·per_rank, (dp_rank+1)·per_rank), B at a time.
+      const uint64_t first = static_cast<uint64_t>(dp_rank) * per_rank + static_cast<uint64_t>(k) * B;
       data.train_batch(cfg.seed, step, first, B, inputs.data(), targets.data());
-      loss_sum += model.forward(states.compute_params(), inputs.data(), targets.data(), true, {cfg.seed, uint64_t(step), first});
-      model.backward(states.backward_grads(), states.compute_params(), loss_scale);
-      states.end_micro_batch();
+      engine.begin_micro_batch(k == accum - 1);
+      local_loss += model.forward(engine, inputs.data(), targets.data(), true, {cfg.seed, uint64_t(step), first});
+      model.backward(engine, loss_scale);
     }
-    const double loss = loss_sum / tokens_per_step;
+    engine.finish_gradients();
+    const double loss = engine.sum_over_ranks(local_loss) / tokens_per_step;
     if (!std::isfinite(loss)) {
       progress.finish();
-      std::fprintf(stderr, "shardlab: error: the loss became %g at step %d; try a lower --lr (files written so far are kept)\n", loss, step);
+      if (root)
+        std::fprintf(stderr, "shardlab train: error: the loss became %g at step %d; try a lower --lr (files written so far are kept)\n", loss, step);
       return 1;
     }
-    const double gnorm = states.grad_norm();
+    const double gnorm = engine.grad_norm();
     const double grad_scale = (cfg.clip > 0 && gnorm > cfg.clip) ? cfg.clip / gnorm : 1.0;
     const double lr = learning_rate(step, cfg.steps, cfg.lr, cfg.warmup, cfg.lr_schedule == "cosine", cfg.min_lr_ratio);
-    states.optimizer_step(step, lr, grad_scale);
+    engine.optimizer_step(step, lr, grad_scale);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
     std::optional<double> val;
     if (cfg.eval_windows > 0 && ((cfg.eval_every > 0 && step % cfg.eval_every == 0) || step == cfg.steps))
-      val = evaluate_windows(model, states.compute_params(), data, cfg.eval_windows);
+      val = evaluate_windows(model, static_cast<UnitAccess<T>&>(engine), data, cfg.eval_windows);
     if (log) log->row(step, loss, gnorm, lr, ms, val);
     progress.step(step, loss, val);
     last_loss = loss;
     if (val) last_val = val;
     if (!cfg.save.empty() && ((cfg.save_every > 0 && step % cfg.save_every == 0) || step == cfg.steps)) {
-      std::string where = save_train_checkpoint(cfg.save, step, cfg, layout, states);
-      if (cfg.progress != "none" && cfg.save_every > 0 && step != cfg.steps) {
+      engine.save_checkpoint(cfg.save, step);
+      if (root && cfg.progress != "none" && cfg.save_every > 0 && step != cfg.steps) {
         progress.finish();
-        std::printf("saved %s\n", where.c_str());
+        std::printf("saved %s/%s\n", cfg.save.c_str(), step_dir_name(step).c_str());
       }
     }
   }
   progress.finish();
+  const ShardLayout& sh = engine.shards();
+  RunLayout run{engine.strategy(), dp, sh.group, cfg.ranks_per_node, sh.padded(), sh.shard(), accum,
+                cfg.steps - static_cast<int>(resume_step)};
   if (!cfg.out.empty()) {
-    std::ofstream(cfg.out + "/ledger.json") << ledger_file_json(cfg, layout.total(), ledger).dump(2) << "\n";
+    write_ledger_file(cfg.out + "/ledger.json", cfg, layout.total(), run, ledger, comm_ledger, grid.world());
+    if (trace.enabled()) write_trace_file(cfg.out + "/trace.json", trace, grid.world());
   }
-  print_summary(cfg, layout.total(), ledger, progress, last_loss, last_val);
-  if (!cfg.out.empty()) std::printf("wrote %s/loss.csv and %s/ledger.json\n", cfg.out.c_str(), cfg.out.c_str());
-  if (!cfg.save.empty()) std::printf("checkpoint %s/latest -> step_%06d\n", cfg.save.c_str(), cfg.steps);
+  if (root) {
+    print_summary(cfg, layout.total(), run, ledger, comm_ledger, progress, last_loss, last_val);
+    if (!cfg.out.empty())
+      std::printf("wrote %s/loss.csv and %s/ledger.json%s\n", cfg.out.c_str(), cfg.out.c_str(),
+                  trace.enabled() ? (" and " + cfg.out + "/trace.json (open in ui.perfetto.dev)").c_str() : "");
+    if (!cfg.save.empty()) std::printf("checkpoint %s/latest -> %s\n", cfg.save.c_str(), step_dir_name(cfg.steps).c_str());
+  }
   return 0;
 }
 
@@ -176,14 +189,23 @@ int train_main(const std::vector<std::string>& args, const Runtime& rt) {
   int64_t resume_step = 0;
   if (err.empty() && !cfg.resume.empty()) err = apply_resume(args, cfg, resume_step);
   if (err.empty()) err = validate_train_config(cfg);
-  if (err.empty() && rt.size() > 1)
-    err = "this build trains on one rank; run without mpirun (parallel layouts come with --dp/--tp/--pp)";
+  if (err.empty()) err = validate_world(cfg, rt.size());
   if (!err.empty()) {
     if (rt.is_root()) std::fprintf(stderr, "shardlab train: error: %s\n", err.c_str());
     return 2;
   }
-  if (cfg.dtype == "f64") return train_impl<double>(cfg, resume_step);
-  return train_impl<float>(cfg, resume_step);
+  if (rt.is_root() && (cfg.zero > 0 || cfg.fsdp != "none") && (cfg.dp ? cfg.dp : rt.size()) == 1)
+    std::fprintf(stderr, "shardlab train: warning: --zero/--fsdp with one data-parallel rank shards nothing\n");
+  // Every rank reads the data; a bad file is the same error everywhere, reported once.
+  std::unique_ptr<TextData> data;
+  try {
+    data = std::make_unique<TextData>(cfg.data, cfg.model.seq, cfg.model.vocab);
+  } catch (const std::exception& e) {
+    if (rt.is_root()) std::fprintf(stderr, "shardlab train: error: %s\n", e.what());
+    return 1;
+  }
+  if (cfg.dtype == "f64") return train_impl<double>(cfg, resume_step, *data);
+  return train_impl<float>(cfg, resume_step, *data);
 }
 
 }  // namespace shardlab

@@ -15,6 +15,7 @@
 
 #include "plan/activations.h"
 #include "plan/model_states.h"
+#include "plan/ledger_check.h"
 #include "plan/plan_cli.h"
 
 using namespace shardlab::plan;
@@ -198,8 +199,8 @@ TEST_CASE("ledger check: exact match passes, one byte off fails", "[plan][ledger
     CHECK(good.ok());
     const LedgerCheck off = check_ledger_text(sample_ledger(246913));
     CHECK_FALSE(off.ok());
-    CHECK_FALSE(off.rows[static_cast<int>(Category::grad)].match);
-    CHECK(off.rows[static_cast<int>(Category::param)].match);
+    CHECK_FALSE(off.ranks.at(0).states[static_cast<int>(Category::grad)].match);
+    CHECK(off.ranks.at(0).states[static_cast<int>(Category::param)].match);
     // A category the formula says is 0 must be absent or 0.
     CHECK(check_ledger_text(sample_ledger(246912, R"("momentum": {"current": 0, "peak": 0},)")).ok());
     CHECK_FALSE(check_ledger_text(sample_ledger(246912, R"("momentum": {"current": 8, "peak": 8},)")).ok());

@@ -1,0 +1,114 @@
+// Process grid construction (see process_grid.h).
+#include "comm/process_grid.h"
+
+#include <sstream>
+#include <stdexcept>
+
+namespace shardlab {
+
+namespace {
+int idx(Axis a) { return static_cast<int>(a); }
+const Axis kOrder[] = {Axis::dp, Axis::pp, Axis::cp, Axis::ep, Axis::tp};  // outermost → innermost
+}  // namespace
+
+static std::vector<int> nodes_for(int world, int ranks_per_node) {
+  if (ranks_per_node <= 0) return detect_node_of_rank();
+  std::vector<int> n(world);
+  for (int r = 0; r < world; ++r) n[r] = r / ranks_per_node;
+  return n;
+}
+
+ProcessGrid::ProcessGrid(GridSizes sizes, int ranks_per_node, CommLedger* ledger, Trace* trace, CommImpl impl)
+    : world_(Communicator::world(ledger, trace, {}, impl)), sizes_(sizes) {
+  const int W = world_.size();
+  if (ranks_per_node < 0) throw std::invalid_argument("--ranks-per-node must be positive");
+  if (ranks_per_node > 0 && W % ranks_per_node != 0)
+    throw std::invalid_argument("--ranks-per-node " + std::to_string(ranks_per_node) + " does not divide the world size " +
+                                std::to_string(W));
+  for (int s : {sizes.tp, sizes.pp, sizes.cp, sizes.ep})
+    if (s <= 0) throw std::invalid_argument("--tp, --pp, --cp and --ep must be positive");
+  const int others = sizes.tp * sizes.pp * sizes.cp * sizes.ep;
+  if (sizes_.dp == 0) {
+    if (W % others != 0)
+      throw std::invalid_argument("tp × pp × cp × ep = " + std::to_string(others) + " does not divide the world size " +
+                                  std::to_string(W));
+    sizes_.dp = W / others;
+  }
+  if (sizes_.dp <= 0) throw std::invalid_argument("--dp must be positive");
+  if (sizes_.dp * others != W) {
+    std::ostringstream m;
+    m << "dp × tp × pp × cp × ep = " << sizes_.dp << " × " << sizes.tp << " × " << sizes.pp << " × " << sizes.cp
+      << " × " << sizes.ep << " = " << sizes_.dp * others << ", but the world has " << W
+      << " ranks (mpirun -np " << sizes_.dp * others << ", or change the sizes)";
+    throw std::invalid_argument(m.str());
+  }
+  simulated_ = ranks_per_node > 0;
+  node_of_rank_ = nodes_for(W, ranks_per_node);
+  world_ = Communicator::world(ledger, trace, node_of_rank_, impl);
+  nodes_ = 0;
+  for (int n : node_of_rank_) nodes_ = std::max(nodes_, n + 1);
+
+  // Coordinates: peel axes off the world rank, innermost first.
+  int r = world_.rank();
+  for (int i = 4; i >= 0; --i) {
+    const int s = size(kOrder[i]);
+    coords_[idx(kOrder[i])] = r % s;
+    r /= s;
+  }
+  // One communicator per axis: the ranks that differ only in that coordinate.
+  axes_.resize(6);
+  for (Axis a : kOrder) {
+    int color = 0;
+    for (Axis b : kOrder) color = color * size(b) + (b == a ? 0 : coord(b));
+    axes_[idx(a)] = std::make_unique<Communicator>(world_.split(color, coord(a), a));
+  }
+}
+
+int ProcessGrid::size(Axis a) const {
+  switch (a) {
+    case Axis::dp: return sizes_.dp;
+    case Axis::tp: return sizes_.tp;
+    case Axis::pp: return sizes_.pp;
+    case Axis::cp: return sizes_.cp;
+    case Axis::ep: return sizes_.ep;
+    default: return world_.size();
+  }
+}
+
+int ProcessGrid::coord(Axis a) const { return a == Axis::world ? world_.rank() : coords_[idx(a)]; }
+
+Communicator& ProcessGrid::comm(Axis a) { return a == Axis::world ? world_ : *axes_[idx(a)]; }
+
+Communicator& ProcessGrid::dp_in_node() {
+  if (!dp_in_node_) {
+    Communicator& dp = comm(Axis::dp);
+    std::vector<int> node_of_member = dp.all_gather_value(node());
+    int here = 0, nodes = 0;
+    for (int n : node_of_member) { here += n == node(); nodes = std::max(nodes, n + 1); }
+    // Every node must hold the same number of dp members for the replicas to line up.
+    std::vector<int> counts = dp.all_gather_value(here);
+    for (int c : counts)
+      if (c != counts[0] || nodes < 2)
+        throw std::invalid_argument("--fsdp hybrid needs the data-parallel ranks spread evenly over at least 2 nodes "
+                                    "(use --ranks-per-node K with K dividing --dp, K < --dp)");
+    dp_in_node_ = std::make_unique<Communicator>(dp.split(node(), dp.rank(), Axis::dp));
+    dp_across_nodes_ = std::make_unique<Communicator>(dp.split(dp_in_node_->rank(), node(), Axis::dp));
+  }
+  return *dp_in_node_;
+}
+
+Communicator& ProcessGrid::dp_across_nodes() {
+  dp_in_node();
+  return *dp_across_nodes_;
+}
+
+std::string ProcessGrid::to_string() const {
+  std::ostringstream o;
+  o << "rank " << world_.rank() << "/" << world_.size() << " node " << node() << "/" << nodes_
+    << (simulated_ ? " (simulated)" : "") << ": dp " << coord(Axis::dp) << "/" << size(Axis::dp) << ", pp "
+    << coord(Axis::pp) << "/" << size(Axis::pp) << ", cp " << coord(Axis::cp) << "/" << size(Axis::cp) << ", ep "
+    << coord(Axis::ep) << "/" << size(Axis::ep) << ", tp " << coord(Axis::tp) << "/" << size(Axis::tp);
+  return o.str();
+}
+
+}  // namespace shardlab

@@ -1,0 +1,55 @@
+// ProcessGrid: the world of ranks arranged as dp × pp × cp × ep × tp, with one communicator per
+// axis. Axis order, outermost to innermost:
+//     world rank = (((dp·PP + pp)·CP + cp)·EP + ep)·TP + tp
+// so tensor-parallel partners are neighbours (kept inside a node, claim C19/C26), pipeline stages
+// come next, and data parallel is outermost. Nodes are groups of consecutive world ranks: K of them
+// with --ranks-per-node K (simulated nodes on one machine), else the machine's shared-memory domains.
+// For FSDP's hybrid strategy the dp group splits again into a node-local group (shard inside the
+// node) and a cross-node group (replicate across nodes).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+
+namespace shardlab {
+
+struct GridSizes {
+  int dp = 0;  // 0: whatever the other axes leave of the world
+  int tp = 1, pp = 1, cp = 1, ep = 1;
+};
+
+class ProcessGrid {
+ public:
+  // Collective over the world. Throws std::invalid_argument with one sentence when the sizes do not
+  // multiply to the world size, or ranks_per_node does not divide it.
+  ProcessGrid(GridSizes sizes, int ranks_per_node, CommLedger* ledger, Trace* trace, CommImpl impl);
+
+  int world_rank() const { return world_.rank(); }
+  int world_size() const { return world_.size(); }
+  int size(Axis a) const;
+  int coord(Axis a) const;
+  Communicator& world() { return world_; }
+  Communicator& comm(Axis a);
+  int node() const { return node_of_rank_[world_.rank()]; }
+  int nodes() const { return nodes_; }
+  bool simulated_nodes() const { return simulated_; }
+  // FSDP hybrid: members of my dp group on my node, and the members with my node-local index on every node.
+  // Throws std::invalid_argument when the dp group does not spread evenly over ≥ 2 nodes.
+  Communicator& dp_in_node();
+  Communicator& dp_across_nodes();
+  std::string to_string() const;
+
+ private:
+  Communicator world_;
+  GridSizes sizes_;
+  std::vector<int> node_of_rank_;
+  int nodes_ = 1;
+  bool simulated_ = false;
+  int coords_[6] = {0, 0, 0, 0, 0, 0};  // indexed by Axis
+  std::vector<std::unique_ptr<Communicator>> axes_;  // indexed by Axis (world slot unused)
+  std::unique_ptr<Communicator> dp_in_node_, dp_across_nodes_;
+};
+
+}  // namespace shardlab

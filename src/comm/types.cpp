@@ -1,0 +1,75 @@
+// The element types the Communicator carries: their MPI datatype and their sum kernel (see mpi_handle.h).
+// bf16 sums widen both operands to float, add, and round back to nearest even — after every single
+// addition, exactly as a ring of bf16 buffers on real accelerators does. Integer sums wrap (as MPI's).
+// Leaves out: other reductions (max, min, product) — training only ever sums.
+#include <cstdint>
+#include <type_traits>
+
+#include "comm/mpi_handle.h"
+#include "core/bf16.h"
+
+namespace shardlab {
+namespace detail {
+
+namespace {
+
+template <class T>
+void add_kernel(void* acc, const void* in, size_t n) {
+  T* __restrict a = static_cast<T*>(acc);
+  const T* __restrict b = static_cast<const T*>(in);
+  for (size_t i = 0; i < n; ++i) a[i] = static_cast<T>(a[i] + b[i]);
+}
+
+void add_bf16(void* acc, const void* in, size_t n) {
+  bf16* __restrict a = static_cast<bf16*>(acc);
+  const bf16* __restrict b = static_cast<const bf16*>(in);
+  for (size_t i = 0; i < n; ++i) a[i] = to_bf16(from_bf16(a[i]) + from_bf16(b[i]));
+}
+
+MPI_Op mpi_sum() { return MPI_SUM; }
+
+// The same widen-add-round as a user-defined MPI_Op, so --comm mpi rounds bf16 like the ring does
+// (MPI decides the order of additions there, so only integer-valued sums are guaranteed equal).
+void bf16_user_op(void* in, void* inout, int* len, MPI_Datatype*) { add_bf16(inout, in, static_cast<size_t>(*len)); }
+
+MPI_Op bf16_sum() {
+  static MPI_Op op = MPI_OP_NULL;
+  if (op == MPI_OP_NULL) MPI_Op_create(&bf16_user_op, /*commute=*/1, &op);
+  return op;
+}
+
+// MPI's predefined datatypes are link-time objects in some MPIs, so look them up at call time.
+template <class T> MPI_Datatype mpi_type();
+template <> MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
+template <> MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+template <> MPI_Datatype mpi_type<int32_t>() { return MPI_INT32_T; }
+template <> MPI_Datatype mpi_type<int64_t>() { return MPI_INT64_T; }
+template <> MPI_Datatype mpi_type<uint64_t>() { return MPI_UINT64_T; }
+template <> MPI_Datatype mpi_type<uint8_t>() { return MPI_UINT8_T; }
+template <> MPI_Datatype mpi_type<char>() { return std::is_signed<char>::value ? MPI_SIGNED_CHAR : MPI_UNSIGNED_CHAR; }
+
+}  // namespace
+
+template <class T>
+const TypeOps& type_ops() {
+  static const TypeOps ops{sizeof(T), mpi_type<T>(), &add_kernel<T>, &mpi_sum};
+  return ops;
+}
+
+// bf16 is uint16_t: every uint16_t buffer is treated as bf16.
+template <>
+const TypeOps& type_ops<bf16>() {
+  static const TypeOps ops{sizeof(bf16), MPI_UINT16_T, &add_bf16, &bf16_sum};
+  return ops;
+}
+
+template const TypeOps& type_ops<float>();
+template const TypeOps& type_ops<double>();
+template const TypeOps& type_ops<int32_t>();
+template const TypeOps& type_ops<int64_t>();
+template const TypeOps& type_ops<uint64_t>();
+template const TypeOps& type_ops<uint8_t>();
+template const TypeOps& type_ops<char>();
+
+}  // namespace detail
+}  // namespace shardlab

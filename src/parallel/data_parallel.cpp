@@ -1,0 +1,134 @@
+// Data-parallel engine: construction, the step's bookkeeping, gradient norm, optimizer, loss
+// (see data_parallel.h). Gradient synchronisation: gradient_sync.cpp; ZeRO-3 gathers: param_gather.cpp.
+#include "parallel/data_parallel.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace shardlab {
+
+Strategy strategy_of(const TrainConfig& cfg) {
+  if (cfg.fsdp == "full") return Strategy::zero3;
+  if (cfg.fsdp == "grad_op") return Strategy::zero2;
+  if (cfg.fsdp == "no_shard") return Strategy::dp;
+  if (cfg.fsdp == "hybrid") return Strategy::hybrid;
+  switch (cfg.zero) {
+    case 1: return Strategy::zero1;
+    case 2: return Strategy::zero2;
+    case 3: return Strategy::zero3;
+    default: return Strategy::dp;
+  }
+}
+
+const char* strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::dp: return "dp";
+    case Strategy::zero1: return "zero1";
+    case Strategy::zero2: return "zero2";
+    case Strategy::zero3: return "zero3";
+    case Strategy::hybrid: return "hybrid";
+  }
+  return "?";
+}
+
+template <class T>
+DataParallel<T>::DataParallel(const TrainConfig& cfg, const ParamLayout& layout, ProcessGrid& grid,
+                              MemoryLedger& ledger, Trace& trace)
+    : cfg_(cfg), layout_(layout), grid_(grid), ledger_(ledger), trace_(trace), strategy_(strategy_of(cfg)) {
+  dp_ = &grid.comm(Axis::dp);
+  shard_ = dp_;
+  across_ = nullptr;
+  if (strategy_ == Strategy::hybrid) {
+    shard_ = &grid.dp_in_node();
+    across_ = &grid.dp_across_nodes();
+  }
+  shards_ = ShardLayout(layout.total(), shard_->size(), shard_->rank());
+  Sharding sh;
+  sh.optim = strategy_ != Strategy::dp;
+  sh.grads = strategy_ == Strategy::zero2 || strategy_ == Strategy::zero3 || strategy_ == Strategy::hybrid;
+  sh.params = strategy_ == Strategy::zero3 || strategy_ == Strategy::hybrid;
+  states_ = std::make_unique<ModelStates<T>>(cfg, layout, shards_, sh, ledger);
+  overlap_ = cfg.overlap == "on";
+  prefetch_ = cfg.prefetch == "on";
+  if (!sh.grads) make_buckets(cfg.bucket_mb);
+}
+
+template <class T>
+size_t DataParallel<T>::comm_hi(int u) const {
+  return u == layout_.units() - 1 ? shards_.padded() : layout_.unit_end(u);
+}
+
+template <class T>
+void DataParallel<T>::begin_step() {
+  states_->zero_grads();
+}
+
+template <class T>
+void DataParallel<T>::begin_micro_batch(bool last) {
+  last_micro_ = last;
+}
+
+template <class T>
+double DataParallel<T>::sum_over_ranks(double local) {
+  double total = 0.0;
+  for (double v : dp_->all_gather_value(local)) total += v;  // rank order: the same sum everywhere, every layout
+  return total;
+}
+
+template <class T>
+double DataParallel<T>::grad_norm() {
+  // Σ g² over this rank's shard, then the shards' partial sums in rank order — the same arithmetic in
+  // DP (full gradients on every rank) and ZeRO (only the shard), so clipping is identical too.
+  double partial = states_->grad_sumsq(shards_.my_begin(), shards_.my_end());
+  double total = 0.0;
+  for (double v : shard_->all_gather_value(partial)) total += v;
+  return std::sqrt(total);
+}
+
+template <class T>
+void DataParallel<T>::optimizer_step(int64_t step, double lr, double grad_scale) {
+  Trace::Span span(trace_, "optimizer step", "compute");
+  if (strategy_ == Strategy::dp) {  // every replica applies the same update to everything
+    states_->optimizer_step(step, lr, grad_scale, 0, shards_.padded());
+    return;
+  }
+  states_->optimizer_step(step, lr, grad_scale, shards_.my_begin(), shards_.my_end());
+  if (strategy_ == Strategy::zero1 || strategy_ == Strategy::zero2) {  // every rank needs every updated weight
+    FlatStore<T>& p = states_->params();
+    const std::vector<size_t> counts = shards_.counts(0, shards_.padded());
+    if (p.is_bf16()) shard_->all_gather(p.h(0), counts);
+    else shard_->all_gather(p.t(0), counts);
+    states_->sync_compute(0, shards_.padded());
+  }
+}
+
+template <class T>
+void DataParallel<T>::save_checkpoint(const std::string& dir, int64_t step) {
+  // Layout-independent files: a sharded store is gathered into a whole temporary copy first.
+  std::vector<std::unique_ptr<FlatStore<T>>> whole;
+  NamedStores<T> stores;
+  for (auto& [kind, store] : checkpoint_stores(*states_)) {
+    if (store->begin() == 0 && store->size() == shards_.padded()) { stores.push_back({kind, store}); continue; }
+    whole.push_back(std::make_unique<FlatStore<T>>(ledger_, Mem::workspace, store->is_bf16(), 0, shards_.padded()));
+    FlatStore<T>& w = *whole.back();
+    std::memcpy(w.raw(store->begin()), store->raw(store->begin()), store->size() * store->elem_bytes());
+    const std::vector<size_t> counts = shards_.counts(0, shards_.padded());
+    if (w.is_bf16()) shard_->all_gather(w.h(0), counts);
+    else shard_->all_gather(w.t(0), counts);
+    stores.push_back({kind, &w});
+  }
+  if (grid_.world_rank() == 0) save_train_checkpoint(dir, step, cfg_, layout_, stores);
+  grid_.world().barrier();  // nobody reads `latest` before it exists
+}
+
+template <class T>
+void DataParallel<T>::load_checkpoint(const std::string& dir) {
+  load_train_checkpoint(dir, layout_, checkpoint_stores(*states_));
+  const FlatStore<T>& p = states_->params();
+  states_->sync_compute(p.begin(), p.end());
+}
+
+template class DataParallel<float>;
+template class DataParallel<double>;
+
+}  // namespace shardlab

@@ -1,0 +1,106 @@
+// The data-parallel family on one engine (claims C7–C16): every rank holds the model (or a shard of
+// it), takes its share of the global batch, and the gradients are summed over the dp group with
+// hand-written ring collectives. Strategies differ only in what is sharded and when they talk:
+//   dp      replicate everything; all-reduce gradients in buckets during backward (C7, C9)
+//   zero1   shard optimizer states; reduce-scatter grads, update own shard, all-gather params (C12)
+//   zero2   + shard gradients: reduce-scatter each unit's grads as soon as backward produces them
+//   zero3   + shard params: all-gather a unit just before its forward and again before its backward,
+//           free it after use, prefetching the next unit while this one computes (C14, C15)
+//   hybrid  zero3 inside a node, one all-reduce of the gradient shard across nodes per step (C14)
+// Every ring splits at shard boundaries (shard_layout.h), so each gradient element is summed in the
+// same order in every strategy: ZeRO-1/2/3 are bit-identical to DP of the same size. The gradient
+// norm and the loss are summed the same way too: per-rank partial sums, added in rank order.
+// The engine is the model's UnitAccess: it hands out weights and takes gradients unit by unit.
+#pragma once
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/process_grid.h"
+#include "comm/trace.h"
+#include "model/gpt.h"
+#include "parallel/shard_layout.h"
+#include "train/model_states.h"
+#include "train/train_checkpoint.h"
+#include "train/train_config.h"
+
+namespace shardlab {
+
+enum class Strategy { dp, zero1, zero2, zero3, hybrid };
+Strategy strategy_of(const TrainConfig& cfg);  // from --zero / --fsdp
+const char* strategy_name(Strategy s);
+
+template <class T>
+class DataParallel : public UnitAccess<T> {
+ public:
+  DataParallel(const TrainConfig& cfg, const ParamLayout& layout, ProcessGrid& grid, MemoryLedger& ledger, Trace& trace);
+
+  ModelStates<T>& states() { return *states_; }
+  const ShardLayout& shards() const { return shards_; }
+  Strategy strategy() const { return strategy_; }
+
+  void begin_step();                   // zero gradients
+  void begin_micro_batch(bool last);   // on the last micro-batch of a step, gradients sync as they appear
+  void finish_gradients();             // every reduction done: this rank's range holds the global sums
+  double grad_norm();                  // the same value on every rank
+  void optimizer_step(int64_t step, double lr, double grad_scale);
+  double sum_over_ranks(double local); // Σ over the dp group, added in rank order
+
+  // UnitAccess: weights for forward/backward, gradients from backward.
+  const T* params(int unit, bool backward) override;
+  void params_done(int unit, bool backward) override;
+  T* grads(int unit) override;
+  void grads_done(int unit) override;
+
+  // Checkpoints: whole stores (gathered when sharded; collective), and loading into this rank's ranges.
+  void save_checkpoint(const std::string& dir, int64_t step);  // collective; rank 0 writes
+  void load_checkpoint(const std::string& dir);
+
+ private:
+  struct Bucket { size_t lo, hi; int last_unit; };  // a flat range synced as one; done when last_unit's backward is
+  struct UnitGrads {                                 // ZeRO-2/3: one unit's gradients on their way to the shards
+    int unit;
+    Buffer<T> work;             // what backward accumulates into (T)
+    FlatStore<T> wire;          // what travels: work rounded to bf16, when gradients are stored bf16
+    Communicator::Pending pending;
+    bool started = false;       // backward has finished the unit and its reduce-scatter is on its way
+  };
+  struct Gathered {                                  // ZeRO-3: one unit's full weights, alive while it computes
+    FlatStore<T> store;         // stored dtype, gathered from every shard
+    Buffer<T> compute;          // f32 copy when stored bf16
+    Communicator::Pending pending;
+    bool ready = false;
+  };
+
+  size_t comm_lo(int u) const { return layout_.unit_begin(u); }
+  size_t comm_hi(int u) const;  // the last unit also carries the padding, so units tile [0, Ψ_pad)
+  void make_buckets(double bucket_mb);
+  void start_bucket(const Bucket& b, bool blocking);
+  void finish_unit_grads(UnitGrads& g);
+  void start_gather(int unit);
+  Gathered& gathered(int unit);
+  void progress();
+
+  const TrainConfig& cfg_;
+  const ParamLayout& layout_;
+  ProcessGrid& grid_;
+  MemoryLedger& ledger_;
+  Trace& trace_;
+  Strategy strategy_;
+  Communicator* dp_;      // every data-parallel rank: loss, and the gradient ring when not hybrid
+  Communicator* shard_;   // the sharding group (= dp, or the node's dp ranks for hybrid)
+  Communicator* across_;  // hybrid: the same shard on every node
+  ShardLayout shards_;
+  std::unique_ptr<ModelStates<T>> states_;
+  bool overlap_, prefetch_, last_micro_ = false;
+  std::vector<Bucket> buckets_;
+  std::list<Communicator::Pending> bucket_pending_;
+  std::list<UnitGrads> unit_grads_;
+  std::map<int, Gathered> gathered_;
+  double unit_start_us_ = 0;
+};
+
+}  // namespace shardlab

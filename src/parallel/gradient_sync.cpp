@@ -1,0 +1,146 @@
+// Gradient synchronisation of the data-parallel engine (see data_parallel.h):
+//  - full gradients (dp, zero1): the flat gradient buffer is cut into buckets of units in backward
+//    order; on the last micro-batch a bucket's all-reduce (dp) or reduce-scatter (zero1) starts as
+//    soon as backward has produced its last unit, and the ring is advanced between the next units'
+//    computations (C9). --overlap off runs the same rings after backward instead.
+//  - sharded gradients (zero2, zero3, hybrid): each unit's gradients go to a unit-sized buffer that
+//    is reduce-scattered into the owners' shards and freed, every micro-batch (C12).
+// Progress model: no communication thread. The rings advance when the engine calls progress(),
+// which it does at every unit boundary of forward and backward; MPI moves the bytes in between.
+#include <algorithm>
+#include <cstring>
+
+#include "parallel/data_parallel.h"
+
+namespace shardlab {
+
+template <class T>
+void DataParallel<T>::make_buckets(double bucket_mb) {
+  const FlatStore<T>& g = states_->grads();
+  const size_t target = std::max<size_t>(1, static_cast<size_t>(bucket_mb * 1e6 / g.elem_bytes()));
+  size_t hi = comm_hi(layout_.units() - 1);
+  for (int u = layout_.units() - 1; u >= 0; --u) {  // backward order: head, blocks L…1, embeddings
+    if (hi - comm_lo(u) >= target || u == 0) {
+      buckets_.push_back({comm_lo(u), hi, u});
+      hi = comm_lo(u);
+    }
+  }
+}
+
+template <class T>
+void DataParallel<T>::start_bucket(const Bucket& b, bool blocking) {
+  FlatStore<T>& g = states_->grads();
+  const std::vector<size_t> counts = shards_.counts(b.lo, b.hi);
+  const bool reduce_scatter = strategy_ == Strategy::zero1;
+  if (blocking) {
+    if (g.is_bf16()) reduce_scatter ? shard_->reduce_scatter(g.h(b.lo), counts) : shard_->all_reduce(g.h(b.lo), counts);
+    else reduce_scatter ? shard_->reduce_scatter(g.t(b.lo), counts) : shard_->all_reduce(g.t(b.lo), counts);
+    return;
+  }
+  if (g.is_bf16())
+    bucket_pending_.push_back(reduce_scatter ? shard_->start_reduce_scatter(g.h(b.lo), counts)
+                                             : shard_->start_all_reduce(g.h(b.lo), counts));
+  else
+    bucket_pending_.push_back(reduce_scatter ? shard_->start_reduce_scatter(g.t(b.lo), counts)
+                                             : shard_->start_all_reduce(g.t(b.lo), counts));
+}
+
+template <class T>
+T* DataParallel<T>::grads(int unit) {
+  unit_start_us_ = trace_.now_us();
+  if (T* full = states_->backward_grads()) return full + comm_lo(unit);
+  const size_t n = comm_hi(unit) - comm_lo(unit);
+  const bool wire_bf16 = states_->grads().is_bf16();
+  unit_grads_.push_back(UnitGrads{unit, Buffer<T>(ledger_, wire_bf16 ? Mem::workspace : Mem::grad, n), {}, {}, false});
+  return unit_grads_.back().work.data();
+}
+
+template <class T>
+void DataParallel<T>::grads_done(int unit) {
+  if (trace_.enabled()) trace_.add("backward unit " + std::to_string(unit), "compute", unit_start_us_, trace_.now_us());
+  const size_t lo = comm_lo(unit), hi = comm_hi(unit);
+  if (states_->backward_grads()) {  // full gradients: fold bf16, maybe start this bucket's ring
+    states_->fold_backward_grads(lo, hi);
+    if (last_micro_ && overlap_)
+      for (const Bucket& b : buckets_)
+        if (b.last_unit == unit) start_bucket(b, false);
+  } else {  // sharded gradients: this unit's buffer goes to its owners now
+    UnitGrads& g = unit_grads_.back();
+    const std::vector<size_t> counts = shards_.counts(lo, hi);
+    if (states_->grads().is_bf16()) {
+      g.wire = FlatStore<T>(ledger_, Mem::grad, true, lo, hi - lo);
+      g.wire.store(g.work.data(), lo, hi);
+      g.work.reset();
+      g.pending = shard_->start_reduce_scatter(g.wire.h(lo), counts);
+    } else {
+      g.pending = shard_->start_reduce_scatter(g.work.data(), counts);
+    }
+    g.started = true;
+    if (!overlap_) {
+      shard_->wait(g.pending);
+      finish_unit_grads(g);
+      unit_grads_.pop_back();
+    }
+  }
+  progress();
+}
+
+// A unit's reduce-scatter is done: add this rank's chunk into its gradient shard, free the buffers.
+template <class T>
+void DataParallel<T>::finish_unit_grads(UnitGrads& g) {
+  const size_t lo = std::max(comm_lo(g.unit), shards_.my_begin()), hi = std::min(comm_hi(g.unit), shards_.my_end());
+  if (lo < hi) {
+    if (g.wire.exists()) {
+      std::vector<T> chunk(hi - lo);
+      g.wire.load(chunk.data(), lo, hi);
+      states_->grads().accumulate(chunk.data(), lo, hi);
+    } else {
+      states_->grads().accumulate(g.work.data() + (lo - comm_lo(g.unit)), lo, hi);
+    }
+  }
+  g.work.reset();
+  g.wire.release();
+}
+
+template <class T>
+void DataParallel<T>::progress() {
+  for (auto& p : bucket_pending_) shard_->progress(p);
+  for (auto it = unit_grads_.begin(); it != unit_grads_.end();) {
+    if (!it->started) { ++it; continue; }  // still being filled by backward
+    if (shard_->progress(it->pending)) {
+      finish_unit_grads(*it);
+      it = unit_grads_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& [u, g] : gathered_)
+    if (!g.ready) shard_->progress(g.pending);
+}
+
+template <class T>
+void DataParallel<T>::finish_gradients() {
+  Trace::Span span(trace_, "finish gradients", "comm");
+  if (states_->backward_grads()) {
+    if (!overlap_)
+      for (const Bucket& b : buckets_) start_bucket(b, true);
+    for (auto& p : bucket_pending_) shard_->wait(p);
+    bucket_pending_.clear();
+  } else {
+    for (UnitGrads& g : unit_grads_) {
+      shard_->wait(g.pending);
+      finish_unit_grads(g);
+    }
+    unit_grads_.clear();
+  }
+  if (across_) {  // hybrid: every node holds the node-sum of its shard; one all-reduce across nodes makes it global
+    FlatStore<T>& g = states_->grads();
+    if (g.is_bf16()) across_->all_reduce(g.h(g.begin()), g.size());
+    else across_->all_reduce(g.t(g.begin()), g.size());
+  }
+}
+
+template class DataParallel<float>;
+template class DataParallel<double>;
+
+}  // namespace shardlab

@@ -1,0 +1,76 @@
+// plan/ledger_check.h — measured versus formula for a trainer's ledger.json, to the byte.
+//
+// Without "layout" (a single-process run): rank 0's current model-state bytes per category against
+// model_state_bytes (claims C1, C3). With "layout" (a DP / ZeRO / FSDP run, claims C8, C11–C14): for
+// every rank, its current model-state bytes per category against per_rank_model_state_bytes, and the
+// bytes it sent in ring collectives on axis "dp" (ops reduce_scatter, all_gather, all_reduce; impl
+// "ring") divided by the step count against step_comm_bytes — intra- and inter-node separately when
+// the layout gives ranks_per_node, their sum otherwise. The layout's shard_group, padded_params and
+// shard, when present, must equal the formula's G, Ψ_pad and S.
+//
+// Leaves out: activations and peaks (not exact formulas), other ops on the dp axis (e.g. the loss's
+// "all_gather_value"), other axes (TP/PP/CP/EP), and the comm bytes of "mpi" runs (MPI's internal
+// traffic is not observable; those runs check model states only).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/comm_volume.h"
+#include "plan/model_states.h"
+#include "plan/sharding.h"
+
+namespace shardlab::plan {
+
+// One model-state category of one rank.
+struct LedgerRow {
+    Category category = Category::param;
+    std::uint64_t formula = 0;    // bytes the formula gives this rank
+    std::uint64_t measured = 0;   // ranks[rank].memory[category].current (0 if absent)
+    bool present = false;         // category appears in the ledger
+    bool match = false;           // measured == formula
+};
+
+// One rank's ring traffic on axis "dp".
+struct CommRow {
+    StepComm formula;             // bytes per step (step_comm_bytes)
+    StepComm measured;            // bytes over the whole run, from comm.totals
+    std::uint64_t steps = 0;
+    bool split = false;           // intra and inter compared separately (ranks_per_node given)
+    bool match = false;           // measured == formula × steps (per link kind when split)
+};
+
+struct RankCheck {
+    int rank = 0;
+    std::vector<LedgerRow> states;   // one per Category, in ledger order
+    CommRow comm;                    // compared only when LedgerCheck::comm_checked
+};
+
+// A layout field the ledger states and the formula derives.
+struct LayoutRow {
+    std::string field;            // "shard_group" | "padded_params" | "shard"
+    std::uint64_t formula = 0, measured = 0;
+    bool match = false;
+};
+
+struct LedgerCheck {
+    Recipe recipe;
+    std::uint64_t psi = 0;
+    int world_size = 1;
+    bool sharded = false;            // "layout" present: every rank and its comm are checked
+    Layout layout;                   // sharded only
+    Sharding sharding;               // sharded only
+    std::uint64_t steps = 0;         // sharded only
+    std::string comm_impl;           // sharded only: "ring" | "mpi"
+    bool comm_checked = false;       // sharded ring runs
+    std::vector<LayoutRow> layout_rows;
+    std::vector<RankCheck> ranks;    // in rank order; without a layout only rank 0
+    bool ok() const;                 // every row of every rank (and every layout row) matches
+};
+
+// Parses ledger.json text and runs the check. Throws std::runtime_error with a one-line reason if
+// the JSON, a required field, or the layout is bad (e.g. ranks missing, world_size ≠ layout.dp).
+LedgerCheck check_ledger_text(const std::string& json_text);
+
+}  // namespace shardlab::plan

@@ -1,0 +1,68 @@
+// plan/sharding.h — who holds what under data parallelism (§2.4.3–2.4.5, claims C11–C14): DP, ZeRO-1,
+// ZeRO-2, ZeRO-3 and FSDP's strategies (no_shard = DP, grad_op = ZeRO-2, full = ZeRO-3, hybrid = full
+// shard inside a node, replicate across nodes). Gives the shard group G, the shard S = ceil(Ψ/G), the
+// padded flat-buffer size Ψ_pad = G·S, and the exact per-rank model-state bytes by category — the
+// trainer's rules, so its memory ledger can be compared to the byte.
+//
+// Legend: Ψ parameters, N data-parallel ranks, K ranks per node, M = N/K nodes, G shard group
+// (N, or K for hybrid), S shard size, A micro-batches per optimizer step.
+//
+// Leaves out: communication (plan/comm_volume.h), activations (unchanged by DP/ZeRO/FSDP, claim C16),
+// FSDP's transient all-gathered unit and bucket buffers (comm_buffer/workspace in the ledger, not model
+// states), TP/PP/EP sharding, and ZeRO++/offload variants.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "plan/model_states.h"
+
+namespace shardlab::plan {
+
+enum class Strategy : int { dp = 0, zero1, zero2, zero3, hybrid };
+constexpr int kNumStrategies = 5;
+inline Strategy strategy_at(int i) { return static_cast<Strategy>(i); }
+
+bool parse_strategy(const std::string& s, Strategy* out);   // ledger spelling: dp|zero1|zero2|zero3|hybrid
+bool parse_zero_stage(const std::string& s, Strategy* out); // --zero 0|1|2|3
+bool parse_fsdp(const std::string& s, Strategy* out);       // --fsdp no_shard|grad_op|full|hybrid (claim C14)
+const char* strategy_name(Strategy s);                      // "dp", "zero1", ..., "hybrid"
+const char* strategy_label(Strategy s);                     // "DP", "ZeRO-1", ..., "FSDP hybrid"
+const char* fsdp_name(Strategy s);                          // "no_shard", "grad_op", "full", "hybrid"
+
+// One data-parallel layout.
+struct Layout {
+    Strategy strategy = Strategy::dp;
+    std::uint64_t dp = 1;               // N
+    std::uint64_t ranks_per_node = 0;   // K; 0 = every rank on one node
+    std::uint64_t accum = 1;            // A, micro-batches per optimizer step
+};
+
+// "" if the layout is usable, else one line saying why (N, A ≥ 1; hybrid needs K ≥ 1 dividing N).
+std::string layout_error(const Layout& l);
+std::uint64_t ranks_per_node(const Layout& l);                 // K, or N when not given
+std::uint64_t num_nodes(const Layout& l);                      // M = ceil(N / K)
+std::uint64_t node_of(const Layout& l, std::uint64_t rank);    // rank / K: nodes of K consecutive ranks
+
+struct Sharding {
+    std::uint64_t group = 1;    // G: N (dp, zero1-3), K (hybrid)
+    std::uint64_t shard = 0;    // S = ceil(Ψ / G)
+    std::uint64_t padded = 0;   // Ψ_pad = G·S when N > 1 (zeros at the end), Ψ when N = 1
+};
+Sharding shard_sizes(const Layout& l, std::uint64_t psi);
+
+// Which categories a strategy splits into shards (claims C12, C14): ZeRO-1 the optimizer states
+// (master, adam_m, adam_v, momentum), ZeRO-2 also grad, ZeRO-3 and hybrid also param, DP none.
+bool is_sharded(Strategy s, Category c);
+
+// Per-rank bytes: bytes_per_param(r)[c] × (is_sharded ? S : Ψ_pad). Same on every rank.
+// The C1 recipe: ZeRO-1 4Ψ + 12Ψ/N, ZeRO-2 2Ψ + 14Ψ/N, ZeRO-3 16Ψ/N (claims C12, C13).
+PerCategory per_rank_model_state_bytes(const Recipe& r, std::uint64_t psi, const Layout& l);
+
+// N → ∞ (claim C13): the unsharded categories × Ψ; ZeRO-3 → 0, DP stays at the full total (C11).
+PerCategory model_state_floor_bytes(const Recipe& r, std::uint64_t psi, Strategy s);
+
+// The per-rank formula in words for a recipe, e.g. "4Ψ + 12Ψ/N" (ZeRO-1, C1 recipe); hybrid uses K.
+std::string model_state_formula(const Recipe& r, Strategy s);
+
+}  // namespace shardlab::plan

@@ -1,0 +1,33 @@
+// What a run reports when it ends: ledger.json (every rank's memory and comm ledgers, gathered to
+// rank 0), trace.json (every rank's timeline), and the closing summary rank 0 prints.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "comm/comm_ledger.h"
+#include "comm/process_grid.h"
+#include "comm/trace.h"
+#include "core/ledger.h"
+#include "parallel/data_parallel.h"
+#include "train/progress.h"
+#include "train/train_config.h"
+
+namespace shardlab {
+
+struct RunLayout {  // the layout facts ledger.json records and `plan --ledger` checks
+  Strategy strategy;
+  int dp, shard_group, ranks_per_node;
+  size_t padded_params, shard;
+  int accum, steps;
+};
+
+// Collective: gathers every rank's ledgers; rank 0 writes DIR/ledger.json.
+void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params, const RunLayout& layout,
+                       const MemoryLedger& memory, const CommLedger& comm, Communicator& world);
+// Collective: gathers every rank's trace events; rank 0 writes DIR/trace.json.
+void write_trace_file(const std::string& path, const Trace& trace, Communicator& world);
+// Rank 0's closing summary.
+void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layout, const MemoryLedger& memory,
+                   const CommLedger& comm, const Progress& progress, double last_loss, std::optional<double> last_val);
+
+}  // namespace shardlab

@@ -1,0 +1,51 @@
+// Catch2 (v2) entry point for the MPI tests: every rank runs the same test cases in the same order
+// (the collectives inside them need all members), then the ranks agree on one verdict.
+// Rank 0 reports on stdout; the other ranks write their report to a file and print it only if they
+// failed, so a failure on any rank is visible and the output stays readable.
+// Run: bash scripts/mpirun.sh -np N build/mpi_tests [catch options]; without mpirun it is a world of one.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include <unistd.h>
+
+#include "comm/communicator.h"
+#include "comm/runtime.h"
+#include "helpers.h"
+
+int main(int argc, char** argv) {
+  shardlab::Runtime rt(argc, argv);
+  shardlab::test::set_world_size(rt.size());
+  Catch::Session session;
+  if (int rc = session.applyCommandLine(argc, argv)) return rc;
+  std::string log;
+  if (!rt.is_root()) {
+    const char* dir = std::getenv("TMPDIR");
+    log = std::string(dir && *dir ? dir : "/tmp") + "/shardlab_mpi_tests." + std::to_string(::getpid()) + ".log";
+    session.configData().outputFilename = log;
+  }
+  int failed = session.run();
+
+  // One verdict for the whole job: the number of failed test cases on every rank.
+  shardlab::Communicator world = shardlab::Communicator::world(nullptr, nullptr, {});
+  std::vector<int32_t> all = world.all_gather_value<int32_t>(failed);
+  if (!log.empty()) {
+    if (failed) {
+      std::ifstream in(log);
+      std::cout << "---- rank " << rt.rank() << " report ----\n" << in.rdbuf() << std::flush;
+    }
+    std::remove(log.c_str());
+  }
+  int total = 0;
+  for (int32_t f : all) total += f;
+  if (rt.is_root()) {
+    std::printf("mpi_tests on %d rank(s): ", rt.size());
+    for (size_t r = 0; r < all.size(); ++r) std::printf("%srank %zu: %d failed", r ? ", " : "", r, all[r]);
+    std::printf(" -> %s\n", total ? "FAIL" : "PASS");
+  }
+  return total ? 1 : 0;
+}
