@@ -4,6 +4,8 @@
 //   shardlab sample   generate text from a checkpoint
 //   shardlab compare  per-step loss comparison of two runs
 //   shardlab plan     the chapter's memory formulas, for presets or any dims
+//   shardlab trace    how much communication a traced run hid behind compute
+//   shardlab ring     the ring all-reduce checked and timed against MPI's (C8)
 //   shardlab bench    training throughput against the machine's sgemm
 //   shardlab swamping bf16 rounding swallowing small updates (claim C2)
 // Every error is one message (from rank 0) and a non-zero exit.
@@ -16,9 +18,11 @@
 
 #include "comm/runtime.h"
 #include "optim/swamping.h"
+#include "parallel/ring_check.h"
 #include "plan/plan_cli.h"
 #include "train/bench.h"
 #include "train/compare.h"
+#include "train/trace_summary.h"
 #include "train/trainer.h"
 
 using namespace shardlab;
@@ -30,6 +34,8 @@ static const char* kUsage =
     "  sample    --load CKPT --prompt TEXT [--tokens N --temperature X --seed S]: generate text\n"
     "  compare   REF_DIR RUN_DIR [--rtol X] [--all]: compare two runs' loss curves\n"
     "  plan      [--preset 7b|70b | dims]: the chapter's model-state and activation formulas\n"
+    "  trace     RUN_DIR: per rank, communication hidden behind compute vs exposed (a run with --trace on)\n"
+    "  ring      [--elements N --dtype f32|f64|bf16 --sizes-mb a,b]: the ring all-reduce vs MPI's (under mpirun)\n"
     "  bench     [model flags] [--steps N]: tokens/s and GFLOP/s against OpenBLAS sgemm\n"
     "  swamping  [--weight W --update U --steps N]: why bf16 weights need an fp32 master (C2)\n";
 
@@ -47,6 +53,8 @@ int main(int argc, char** argv) {
     if (cmd == "eval") return eval_main(args, rt);
     if (cmd == "sample") return sample_main(args, rt);
     if (cmd == "compare") return rt.is_root() ? compare_main(args) : 0;
+    if (cmd == "trace") return rt.is_root() ? trace_main(args) : 0;
+    if (cmd == "ring") return ring_main(args, rt);
     if (cmd == "bench") return rt.is_root() ? bench_main(args) : 0;
     if (cmd == "swamping") return rt.is_root() ? swamping_main(args) : 0;
     if (cmd == "plan") return rt.is_root() ? plan::plan_main(argc - 1, argv + 1) : 0;

@@ -49,9 +49,10 @@ Communicator::Communicator(const CommHandle& h, Axis axis, std::vector<int> node
 }
 
 Communicator Communicator::world(CommLedger* ledger, Trace* trace, std::vector<int> node_of_rank, CommImpl impl) {
+  // A private duplicate of MPI_COMM_WORLD: the tags of two world() communicators can never meet.
   CommHandle h;
-  if (mpi_running()) h.comm = MPI_COMM_WORLD;  // else: a world of one, and no MPI call ever
-  return Communicator(h, Axis::world, std::move(node_of_rank), ledger, trace, impl, false);
+  if (mpi_running()) MPI_Comm_dup(MPI_COMM_WORLD, &h.comm);  // else: a world of one, and no MPI call ever
+  return Communicator(h, Axis::world, std::move(node_of_rank), ledger, trace, impl, /*owned=*/true);
 }
 
 Communicator Communicator::split(int color, int key, Axis axis) const {

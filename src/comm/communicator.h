@@ -48,10 +48,14 @@ class Communicator {
   // node_of_member[i] = node index of member i (empty = everyone on node 0). ledger and trace may be null.
   Communicator(const CommHandle& h, Axis axis, std::vector<int> node_of_member, CommLedger* ledger, Trace* trace,
                CommImpl impl = CommImpl::ring, bool owned = false);
-  // MPI_COMM_WORLD; a world of one without any MPI call when the process was not started by mpirun.
+  // Every rank of the job, on a private duplicate of MPI_COMM_WORLD (so collective on the world); a world
+  // of one without any MPI call when the process was not started by mpirun.
   static Communicator world(CommLedger* ledger, Trace* trace, std::vector<int> node_of_rank,
                             CommImpl impl = CommImpl::ring);
-  // Members with the same color form one communicator, ordered by key (MPI_Comm_split). Collective.
+  // Members with the same color (≥ 0) form one communicator, ordered by key (MPI_Comm_split). Collective.
+  // Tags are counted per Communicator object, so each object needs its own MPI communicator: world()
+  // and split() always make one; two objects wrapping the SAME handle must not have collectives in flight
+  // at the same time.
   // Inherits ledger, trace, impl and memory ledger; node_of_member is derived from this one's.
   Communicator split(int color, int key, Axis axis) const;
   ~Communicator();

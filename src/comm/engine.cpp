@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <thread>
 
 #include "comm/communicator.h"
 #include "comm/mpi_handle.h"
@@ -37,6 +38,17 @@ double timeout_s() {
     return e && *e ? std::atof(e) : 120.0;
   }();
   return t;
+}
+
+// Ranks on this machine (from the launcher's environment) versus cores. Unknown: assume oversubscribed.
+bool oversubscribed() {
+  static const bool over = [] {
+    const char* e = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!e) e = std::getenv("MPI_LOCALNRANKS");
+    unsigned cores = std::thread::hardware_concurrency();
+    return !e || cores == 0 || static_cast<unsigned>(std::atoi(e)) > cores;
+  }();
+  return over;
 }
 
 int world_rank() {
@@ -82,8 +94,10 @@ void spin_until(const std::function<bool()>& done, const std::function<int()>& p
   for (unsigned polls = 0;; ++polls) {
     engine_drive();
     if (done()) return;
-    // Ranks outnumber cores here (mpirun --oversubscribe): give the core to a peer between polls.
-    sched_yield();
+    // When ranks outnumber cores (mpirun --oversubscribe) the peer we wait for may need this very core:
+    // give it up between polls. Otherwise spin, as MPI's own waits do (yielding would hand the core to
+    // unrelated processes and stretch every ring step by a scheduler time slice).
+    if (oversubscribed() || (polls & 1023) == 1023) sched_yield();
     if ((polls & 255) == 255 && limit > 0) {
       double waited = std::chrono::duration<double>(clock::now() - start).count();
       if (waited > limit) {

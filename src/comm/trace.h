@@ -13,7 +13,7 @@ struct TraceEvent {
   std::string name;
   std::string cat;  // "compute" | "comm" | "step"
   double begin_us, end_us;
-  int lane = 0;     // 0: the rank's main track; 1: its communication progress track
+  int lane = 0;     // 0: the rank's main track; 1: communication in flight (non-blocking); 2: steps
 };
 
 class Trace {

@@ -41,11 +41,14 @@ typename DataParallel<T>::Gathered& DataParallel<T>::gathered(int unit) {
 
 template <class T>
 const T* DataParallel<T>::params(int unit, bool backward) {
-  if (!backward) unit_start_us_ = trace_.now_us();
-  if (const T* full = states_->compute_params()) return full + comm_lo(unit);
+  if (const T* full = states_->compute_params()) {
+    if (!backward) unit_start_us_ = trace_.now_us();
+    return full + comm_lo(unit);
+  }
   Gathered& g = gathered(unit);
   const int next = backward ? unit - 1 : unit + 1;
   if (prefetch_ && next >= 0 && next < layout_.units() && !gathered_.count(next)) start_gather(next);
+  if (!backward) unit_start_us_ = trace_.now_us();  // the unit computes from here (its gather is done)
   return g.store.is_bf16() ? g.compute.data() : g.store.t(g.store.begin());
 }
 

@@ -43,7 +43,8 @@ void print_unsharded(std::ostream& out, const LedgerCheck& c) {
 
 void print_layout(std::ostream& out, const LedgerCheck& c) {
     const Layout& l = c.layout;
-    out << "  layout: " << strategy_label(l.strategy) << " over N = " << l.dp << " ranks, shard group G = "
+    out << "  layout: " << strategy_label(l.strategy) << " over N = " << l.dp << " rank" << (l.dp == 1 ? "" : "s")
+        << ", shard group G = "
         << c.sharding.group << ", S = " << commas(c.sharding.shard) << ", Ψ_pad = " << commas(c.sharding.padded)
         << "\n          " << (l.ranks_per_node ? std::to_string(l.ranks_per_node) + " ranks per node" : "nodes not recorded")
         << ", A = " << l.accum << " micro-batch" << (l.accum == 1 ? "" : "es") << " per step, " << c.steps
@@ -110,7 +111,7 @@ void print_comm(std::ostream& out, const LedgerCheck& c) {
         if (rc.comm.match) continue;
         out << "  rank " << rc.rank << " by op, per step (formula / measured):";
         for (RingOp o : {RingOp::reduce_scatter, RingOp::all_gather, RingOp::all_reduce})
-            out << " " << ring_op_name(o) << " " << commas(rc.comm.formula.by_op(o).total()) << " / "
+            out << (o == RingOp::reduce_scatter ? " " : ", ") << ring_op_name(o) << " " << commas(rc.comm.formula.by_op(o).total()) << " / "
                 << per_step(rc.comm.measured.by_op(o).total(), c.steps);
         out << "\n";
     }
@@ -118,7 +119,9 @@ void print_comm(std::ostream& out, const LedgerCheck& c) {
 
 void print_result(std::ostream& out, const LedgerCheck& c) {
     if (c.ok()) {
-        out << "result: every " << (c.sharded ? "rank, category and ring total" : "category") << " matches exactly\n";
+        if (!c.sharded) out << "result: every category matches exactly\n";
+        else if (c.comm_checked) out << "result: every rank, category and ring total matches exactly\n";
+        else out << "result: every rank and category matches exactly (ring bytes not checked: comm mpi)\n";
         return;
     }
     out << "result: MISMATCH in";

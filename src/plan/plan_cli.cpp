@@ -103,7 +103,7 @@ int parse_sharding(Options* o, std::ostream& err) {
     constexpr u64 kMaxDp = 1u << 20;
     if (!parse_count(o->given["dp"], &l.dp, false) || l.dp > kMaxDp) return bad("dp", "an integer in [1, 1048576]");
     if (has("zero") && has("fsdp")) return fail(err, "--zero and --fsdp both pick the strategy; give one");
-    q.chosen_by = "--zero 0, the default";
+    q.chosen_by = "default (--zero 0)";
     if (has("zero")) {
         if (!parse_zero_stage(o->given["zero"], &l.strategy)) return bad("zero", "0, 1, 2 or 3");
         q.chosen_by = "--zero " + o->given["zero"];

@@ -53,7 +53,7 @@ void print_header(std::ostream& out, u64 psi, const ShardingRequest& q) {
     const Sharding sh = shard_sizes(l, psi);
     out << "Data parallel (claims C7–C16): N = " << l.dp << " rank" << (l.dp == 1 ? "" : "s") << ", A = " << l.accum
         << " micro-batch" << (l.accum == 1 ? "" : "es") << " per optimizer step\n"
-        << "  strategy: " << row_label(l.strategy, l) << " (" << q.chosen_by << ")\n";
+        << "  strategy: " << row_label(l.strategy, l) << ", chosen by " << q.chosen_by << "\n";
     if (q.nodes_given)
         out << "  nodes: " << ranks_per_node(l) << " consecutive ranks per node → " << num_nodes(l) << " node"
             << (num_nodes(l) == 1 ? "" : "s") << "\n";
@@ -126,7 +126,7 @@ void print_phases(std::ostream& out, const Recipe& r, u64 psi, const ShardingReq
     for (const CommPhase& p : phases) total += p.bytes();
     const Unit u = unit_for(total);
     out << "Communication per optimizer step, " << strategy_label(l.strategy)
-        << ", rank 0 (hand-written ring: each phase sends (n−1)·S elements, claim C8)\n";
+        << ", rank 0 (ring: each phase sends (n−1)·S elements, claim C8)\n";
     Table t({"phase", "ring n", "calls/step", "elements/call", "B/elem", "bytes", u.name});
     for (const CommPhase& p : phases)
         t.row({p.what, std::to_string(p.ring), std::to_string(p.times), commas(p.elements),
@@ -162,7 +162,8 @@ void print_links(std::ostream& out, const Recipe& r, u64 psi, const ShardingRequ
     u64 max_bytes = 0;
     for (const auto& g : groups) max_bytes = std::max(max_bytes, g.first.total());
     const Unit u = unit_for(max_bytes);
-    out << "Per-rank bytes by link, nodes of K = " << ranks_per_node(l) << " consecutive ranks"
+    out << "Per-rank bytes by link, nodes of K = " << ranks_per_node(l) << " consecutive rank"
+        << (ranks_per_node(l) == 1 ? "" : "s")
         << (l.strategy == Strategy::hybrid ? " (inner rings stay in a node, the outer ring crosses)"
                                            : " (rank r sends to r+1 mod N)") << "\n";
     Table t({"ranks", "intra-node", "inter-node"});

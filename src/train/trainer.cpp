@@ -118,7 +118,7 @@ int train_impl(const TrainConfig& cfg, int64_t resume_step, const TextData& data
 
   for (int step = static_cast<int>(resume_step) + 1; step <= cfg.steps; ++step) {
     auto t0 = std::chrono::steady_clock::now();
-    Trace::Span step_span(trace, "step " + std::to_string(step), "step", 1);
+    Trace::Span step_span(trace, "step " + std::to_string(step), "step", 2);
     engine.begin_step();
     double local_loss = 0.0;
     for (int k = 0; k < accum; ++k) {
