@@ -58,12 +58,12 @@ unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests
 
 mpi-tests: $(BUILD)/mpi_tests
-	@if [ -n "$(SRC_MPI)" ]; then bash scripts/mpi_tests.sh $(BUILD)/mpi_tests; fi
+	@bash scripts/mpi_tests.sh $(BUILD)/mpi_tests
 
 lessons: $(BUILD)/shardlab
 	@bash scripts/run_lessons.sh
 
-test: $(BUILD)/shardlab $(BUILD)/unit_tests
+test: $(BUILD)/shardlab $(BUILD)/unit_tests $(BUILD)/mpi_tests
 	@bash scripts/test_all.sh
 
 bench: $(BUILD)/shardlab

@@ -14,7 +14,7 @@ suite() {  # suite NAME COMMAND...
 }
 suite "unit tests" build/unit_tests
 for t in tests/cli/*.sh; do suite "cli $(basename "$t" .sh)" bash "$t"; done
-if [ -x build/mpi_tests ]; then suite "mpi tests" bash scripts/mpi_tests.sh build/mpi_tests; fi
+suite "mpi tests (np 1, 2, 3, 4)" bash scripts/mpi_tests.sh build/mpi_tests
 suite "lessons" bash scripts/run_lessons.sh
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
