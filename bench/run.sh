@@ -6,3 +6,14 @@ cd "$(dirname "$0")/.."
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 build/shardlab bench --layers 4 --hidden 256 --heads 4 --seq 128 --micro-batch 8 --steps 10
 build/shardlab bench --layers 6 --hidden 512 --heads 8 --seq 256 --micro-batch 8 --steps 4
+
+echo
+echo "data parallel: 2 ranks vs 1 at the same global batch (L4 H256 A4 S128, global batch 16). Target ≥ 1.8×"
+DPRUN="--layers 4 --hidden 256 --heads 4 --seq 128 --micro-batch 8 --global-batch 16 --steps 12 --eval-windows 0 --progress none"
+one=$(build/shardlab train $DPRUN | sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
+two=$(bash scripts/mpirun.sh -np 2 build/shardlab train $DPRUN | sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
+awk -v a="$one" -v b="$two" 'BEGIN {printf "  1 rank %s tokens/s, 2 ranks %s tokens/s: %.2f×\n", a, b, b / a}'
+
+echo
+echo "ring all-reduce vs MPI_Allreduce, 2 ranks, f32 payloads. Target ring ≥ 0.8× MPI"
+bash scripts/mpirun.sh -np 2 build/shardlab ring --sizes-mb 1,4,16,64 --repeat 5
