@@ -60,11 +60,16 @@ int main(int argc, char** argv) {
     if (cmd == "plan") return rt.is_root() ? plan::plan_main(argc - 1, argv + 1) : 0;
     if (rt.is_root()) std::fprintf(stderr, "shardlab: error: unknown command '%s' (shardlab --help lists the commands)\n", cmd.c_str());
     return 2;
-  } catch (const std::invalid_argument& e) {
-    if (rt.is_root()) std::fprintf(stderr, "shardlab %s: error: %s\n", cmd.c_str(), e.what());
-    return 2;
   } catch (const std::exception& e) {
+    // Errors every rank detects alike (flags, files) are reported once, by rank 0, before any rank
+    // talks to another. Anything else may strike one rank mid-run while the others wait for it:
+    // that rank reports and ends the whole job, so nobody hangs.
+    const int code = dynamic_cast<const std::invalid_argument*>(&e) ? 2 : 1;
+    if (rt.size() > 1 && cmd == "train") {
+      std::fprintf(stderr, "shardlab %s: error (rank %d): %s\n", cmd.c_str(), rt.rank(), e.what());
+      rt.abort(code);
+    }
     if (rt.is_root()) std::fprintf(stderr, "shardlab %s: error: %s\n", cmd.c_str(), e.what());
-    return 1;
+    return code;
   }
 }

@@ -3,6 +3,7 @@
 #include "parallel/data_parallel.h"
 
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 namespace shardlab {

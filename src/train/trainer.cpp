@@ -187,7 +187,13 @@ int train_main(const std::vector<std::string>& args, const Runtime& rt) {
   TrainConfig cfg;
   std::string err = parse_train_args(args, cfg);
   int64_t resume_step = 0;
-  if (err.empty() && !cfg.resume.empty()) err = apply_resume(args, cfg, resume_step);
+  if (err.empty() && !cfg.resume.empty()) {
+    try {
+      err = apply_resume(args, cfg, resume_step);  // reads and verifies the checkpoint on every rank alike
+    } catch (const std::exception& e) {
+      err = e.what();
+    }
+  }
   if (err.empty()) err = validate_train_config(cfg);
   if (err.empty()) err = validate_world(cfg, rt.size());
   if (!err.empty()) {
