@@ -8,7 +8,7 @@
 
 CXX       := mpicxx
 CXXFLAGS  ?= -O3 -march=native -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-maybe-uninitialized
-CPPFLAGS  += -Isrc -isystem /usr/include/eigen3 -I/usr/include/x86_64-linux-gnu/openblas-pthread -DEIGEN_NO_DEBUG
+CPPFLAGS  += -Isrc -isystem /usr/include/eigen3 -I/usr/include/x86_64-linux-gnu/openblas-pthread -DEIGEN_NO_DEBUG -DOMPI_SKIP_MPICXX
 LDLIBS    += -lopenblas -lpthread
 
 BUILD     := build

@@ -31,7 +31,7 @@ done
 # receive slots (the [large] test would send ~10^5 messages: skipped unless asked for).
 for np in 3 4; do
   SHARDLAB_RING_SEGMENT=64 run "np $np segments-64B" bash scripts/mpirun.sh -np "$np" -x SHARDLAB_RING_SEGMENT \
-    "$bin" --use-colour no "${@:-~[large]}"
+    "$bin" --use-colour no "${@:-~[large]~[.]}"
 done
 
 # Watchdog: member 1 skips a collective; the others must give up after 2 s with a clear message and the

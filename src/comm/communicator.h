@@ -1,8 +1,8 @@
 // Communicator: one group of ranks along one axis (dp, tp, pp, cp, ep or world) and every way they talk —
 // point-to-point messages, the ring collectives of the chapter (C8) written by hand on point-to-point
 // messages, their non-blocking forms (for bucketed overlap, C9, and prefetch, C15), and MPI's built-in
-// collectives for comparison (CommImpl::mpi). Every call leaves one record in the comm ledger (bytes per
-// link, intra/inter node) and, when tracing, one event in the trace.
+// collectives for comparison (CommImpl::mpi). Every call but barrier() leaves one record in the comm ledger
+// (bytes per link, intra/inter node) and, when tracing, one event in the trace.
 //
 // The ring's DETERMINISM contract: reduce-scatter sums chunk c (owned by member c) in the fixed order
 // ((x_{c+1} + x_{c+2}) + x_{c+3}) + … + x_c — it depends only on the owner, never on the other chunks'
@@ -11,6 +11,8 @@
 //
 // All members of a communicator must make the same collective calls in the same order with the same
 // counts (as in MPI). No MPI type appears here; the MPI side lives in mpi_handle.h (private to src/comm).
+// Environment: SHARDLAB_COMM_TIMEOUT (seconds a wait may take before the job is aborted, default 120,
+// 0 = never), SHARDLAB_RING_SEGMENT (bytes per ring message, default 262144, same on every rank).
 // Leaves out: topology-aware algorithms (tree/hierarchical all-reduce), GPU-style multi-channel rings,
 // thread safety (one thread per rank calls it).
 #pragma once
@@ -71,8 +73,10 @@ class Communicator {
   void set_impl(CommImpl impl) { impl_ = impl; }
   int node_of(int member) const { return nodes_[member]; }
   bool inter_node(int member) const { return nodes_[member] != nodes_[rank_]; }  // relative to this rank
-  // Optional: book the ring's receive buffer (one chunk) under Mem::comm_buffer while a collective runs.
+  // Optional: book the ring's receive buffer (4 segments, ≤ 1 MB) under Mem::comm_buffer while a collective runs.
   void set_memory_ledger(MemoryLedger* mem) { mem_ = mem; }
+  // Book later calls in another comm ledger (e.g. evaluation's traffic apart from training's).
+  void set_ledger(CommLedger* ledger) { ledger_ = ledger; }
 
   // ---- Point to point (blocking). T in {float, double, bf16 (= uint16_t), int32_t, int64_t, uint64_t,
   // uint8_t, char}. User tags must lie in [0, kMaxUserTag]; the tags above are the collectives'.
@@ -88,7 +92,7 @@ class Communicator {
   template <class T> void all_gather(T* buf, const std::vector<size_t>& counts);      // before: my chunk valid; after: all chunks valid
   template <class T> void all_reduce(T* buf, const std::vector<size_t>& counts);      // reduce_scatter + all_gather, one ledger record
   template <class T> void all_reduce(T* buf, size_t n);                               // even chunks (first n % size get one more)
-  template <class T> void broadcast(T* buf, size_t n, int root);                      // ring pipeline from root (see communicator.cpp)
+  template <class T> void broadcast(T* buf, size_t n, int root);                      // ring pipeline from root (see p2p.cpp)
   // Chunk d of sbuf (scounts[d] elements) goes to member d; chunk s of rbuf (rcounts[s]) comes from member s.
   // sbuf and rbuf must not overlap; scounts[rank()] == rcounts[rank()].
   template <class T> void all_to_all_v(const T* sbuf, const std::vector<size_t>& scounts, T* rbuf,

@@ -1,10 +1,10 @@
-// The progress engine and its watchdog (see mpi_handle.h), and abort_all.
+// The progress engine and its watchdog (see mpi_handle.h), the pool of ring receive buffers, and abort_all.
 //
 // Why an engine: a ring step can only be posted by the rank that owns it, when that rank runs code. If
 // rank A waits for bucket 1 while rank B waits for bucket 2, and each needs the other to forward a chunk
 // of the bucket it is NOT waiting for, a wait that only advanced its own operation would deadlock. So
-// every wait on this rank advances every operation in flight (the list below — the one piece of global
-// state in src/comm, and it is per process, like MPI's own progress engine).
+// every wait on this rank advances every operation in flight (the list below and the buffer pool are the
+// only global state in src/comm; both are per process, like MPI's own progress engine).
 //
 // Why a watchdog: a peer that crashes takes the job down (mpirun aborts it when a rank exits without
 // MPI_Finalize), but a peer that is stuck — in an infinite loop, or in a different collective — would

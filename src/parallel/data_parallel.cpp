@@ -77,6 +77,12 @@ double DataParallel<T>::sum_over_ranks(double local) {
 }
 
 template <class T>
+void DataParallel<T>::set_comm_ledger(CommLedger* ledger) {
+  for (Communicator* c : {dp_, shard_, across_})
+    if (c) c->set_ledger(ledger);
+}
+
+template <class T>
 double DataParallel<T>::grad_norm() {
   // Σ g² over this rank's shard, then the shards' partial sums in rank order — the same arithmetic in
   // DP (full gradients on every rank) and ZeRO (only the shard), so clipping is identical too.

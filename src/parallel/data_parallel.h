@@ -48,6 +48,8 @@ class DataParallel : public UnitAccess<T> {
   double grad_norm();                  // the same value on every rank
   void optimizer_step(int64_t step, double lr, double grad_scale);
   double sum_over_ranks(double local); // Σ over the dp group, added in rank order
+  // Book the engine's communication in another ledger from now on (evaluation vs training).
+  void set_comm_ledger(CommLedger* ledger);
 
   // UnitAccess: weights for forward/backward, gradients from backward.
   const T* params(int unit, bool backward) override;

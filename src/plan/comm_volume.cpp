@@ -71,28 +71,31 @@ std::vector<CommPhase> step_comm_phases(const Recipe& r, std::uint64_t psi, cons
     std::vector<CommPhase> p;
     if (!layout_error(l).empty() || rank >= N) return p;
     const bool cross = node_of(l, rank) != node_of(l, (rank + 1) % N);   // r sends to r+1 mod N
+    // A ring phase over n members with equal shards S: (n−1)·S elements sent per call (claim C8).
+    auto ring = [&](const char* what, RingOp op, u64 times, u64 n, u64 elem_bytes, bool inter) {
+        p.push_back(phase(what, op, times, n, equal_ring(op, n, S), elem_bytes, inter));
+    };
     switch (l.strategy) {
         case Strategy::dp:   // claim C8: gradient accumulation syncs only on the last micro-batch
-            p.push_back(phase("all-reduce grads", O::all_reduce, 1, N, equal_ring(O::all_reduce, N, S), bg, cross));
+            ring("all-reduce grads", O::all_reduce, 1, N, bg, cross);
             break;
-        case Strategy::zero1:   // claim C12: full grads kept, reduce-scattered once, same volume as DP
-        case Strategy::zero2: {  // ZeRO-2 keeps only its grad shard, so it reduce-scatters every micro-batch
-            const u64 times = l.strategy == Strategy::zero2 ? A : 1;
-            p.push_back(phase("reduce-scatter grads", O::reduce_scatter, times, N, equal_ring(O::reduce_scatter, N, S), bg, cross));
-            p.push_back(phase("all-gather params", O::all_gather, 1, N, equal_ring(O::all_gather, N, S), bp, cross));
+        case Strategy::zero1:    // claim C12: full grads kept, reduce-scattered once, same volume as DP
+        case Strategy::zero2:    // ZeRO-2 keeps only its grad shard, so it reduce-scatters every micro-batch
+            ring("reduce-scatter grads", O::reduce_scatter, l.strategy == Strategy::zero2 ? A : 1, N, bg, cross);
+            ring("all-gather params", O::all_gather, 1, N, bp, cross);
             break;
-        }
         case Strategy::zero3:   // claims C12, C14: gather before use in forward and in backward
-            p.push_back(phase("all-gather params (forward)", O::all_gather, A, N, equal_ring(O::all_gather, N, S), bp, cross));
-            p.push_back(phase("all-gather params (backward)", O::all_gather, A, N, equal_ring(O::all_gather, N, S), bp, cross));
-            p.push_back(phase("reduce-scatter grads", O::reduce_scatter, A, N, equal_ring(O::reduce_scatter, N, S), bg, cross));
+            ring("all-gather params (forward)", O::all_gather, A, N, bp, cross);
+            ring("all-gather params (backward)", O::all_gather, A, N, bp, cross);
+            ring("reduce-scatter grads", O::reduce_scatter, A, N, bg, cross);
             break;
         case Strategy::hybrid: {   // claim C14: full shard inside the node, replicate across nodes
             const u64 K = l.ranks_per_node, M = N / K, m = rank / K;
-            p.push_back(phase("all-gather params (forward)", O::all_gather, A, K, equal_ring(O::all_gather, K, S), bp, false));
-            p.push_back(phase("all-gather params (backward)", O::all_gather, A, K, equal_ring(O::all_gather, K, S), bp, false));
-            p.push_back(phase("reduce-scatter grads", O::reduce_scatter, A, K, equal_ring(O::reduce_scatter, K, S), bg, false));
-            // One all-reduce of this rank's S-element grad shard among the M ranks with its local index.
+            ring("all-gather params (forward)", O::all_gather, A, K, bp, false);
+            ring("all-gather params (backward)", O::all_gather, A, K, bp, false);
+            ring("reduce-scatter grads", O::reduce_scatter, A, K, bg, false);
+            // One all-reduce of this rank's S-element grad shard among the M ranks with its local index,
+            // in chunks as even as possible: member m sends (S − c_m) + (S − c_{(m+1) mod M}).
             const u64 sent = (S - even_chunk(S, M, m)) + (S - even_chunk(S, M, (m + 1) % M));
             p.push_back(phase("all-reduce grad shard across nodes", O::all_reduce, 1, M, sent, bg, M > 1));
             break;

@@ -43,11 +43,12 @@ void print_unsharded(std::ostream& out, const LedgerCheck& c) {
 
 void print_layout(std::ostream& out, const LedgerCheck& c) {
     const Layout& l = c.layout;
+    const std::string nodes =
+        l.ranks_per_node ? std::to_string(l.ranks_per_node) + " ranks per node" : "nodes not recorded";
     out << "  layout: " << strategy_label(l.strategy) << " over N = " << l.dp << " rank" << (l.dp == 1 ? "" : "s")
-        << ", shard group G = "
-        << c.sharding.group << ", S = " << commas(c.sharding.shard) << ", Ψ_pad = " << commas(c.sharding.padded)
-        << "\n          " << (l.ranks_per_node ? std::to_string(l.ranks_per_node) + " ranks per node" : "nodes not recorded")
-        << ", A = " << l.accum << " micro-batch" << (l.accum == 1 ? "" : "es") << " per step, " << c.steps
+        << ", shard group G = " << c.sharding.group << ", S = " << commas(c.sharding.shard) << ", Ψ_pad = "
+        << commas(c.sharding.padded) << "\n          " << nodes << ", A = " << l.accum << " micro-batch"
+        << (l.accum == 1 ? "" : "es") << " per step, " << c.steps
         << " step" << (c.steps == 1 ? "" : "s") << ", comm " << c.comm_impl << "\n";
     if (c.layout_rows.empty()) return;
     Table t({"layout field", "formula", "ledger", "match"});
@@ -98,8 +99,8 @@ void print_comm(std::ostream& out, const LedgerCheck& c) {
     }
     const bool split = c.layout.ranks_per_node > 0;
     out << "Bytes sent per step on axis dp, ring reduce_scatter + all_gather + all_reduce (claims C8, C12, C14):\n"
-        << "formula vs comm.totals / " << c.steps << " steps" << (split ? "" : " (no ranks_per_node: intra + inter compared as one sum)")
-        << "\n";
+        << "formula vs comm.totals / " << c.steps << " steps"
+        << (split ? "" : " (no ranks_per_node: intra + inter compared as one sum)") << "\n";
     Table t({"rank", "formula intra", "formula inter", "measured intra", "measured inter", "match"});
     for (const RankCheck& rc : c.ranks) {
         const LinkBytes f = rc.comm.formula.total(), m = rc.comm.measured.total();
@@ -111,7 +112,8 @@ void print_comm(std::ostream& out, const LedgerCheck& c) {
         if (rc.comm.match) continue;
         out << "  rank " << rc.rank << " by op, per step (formula / measured):";
         for (RingOp o : {RingOp::reduce_scatter, RingOp::all_gather, RingOp::all_reduce})
-            out << (o == RingOp::reduce_scatter ? " " : ", ") << ring_op_name(o) << " " << commas(rc.comm.formula.by_op(o).total()) << " / "
+            out << (o == RingOp::reduce_scatter ? " " : ", ") << ring_op_name(o) << " "
+                << commas(rc.comm.formula.by_op(o).total()) << " / "
                 << per_step(rc.comm.measured.by_op(o).total(), c.steps);
         out << "\n";
     }

@@ -75,7 +75,8 @@ void print_chosen_states(std::ostream& out, const Recipe& r, u64 psi, const Layo
     Table t({"category", "B/param", "holds", "bytes per rank", u.name});
     for (int i = 0; i < kNumCategories; ++i) {
         const char* holds = per.v[i] == 0 ? "-" : is_sharded(l.strategy, category_at(i)) ? "S" : "Ψ_pad";
-        t.row({category_name(category_at(i)), std::to_string(per.v[i]), holds, commas(bytes.v[i]), in_unit(bytes.v[i], u)});
+        t.row({category_name(category_at(i)), std::to_string(per.v[i]), holds, commas(bytes.v[i]),
+               in_unit(bytes.v[i], u)});
     }
     t.rule();
     t.row({"total", std::to_string(per.total()), "", commas(bytes.total()), in_unit(bytes.total(), u)});
@@ -108,7 +109,8 @@ void print_side_by_side(std::ostream& out, const Recipe& r, u64 psi, const Shard
         const u64 floor = s == Strategy::hybrid ? states : model_state_floor_bytes(r, psi, s).total();
         t.row({std::string(s == l.strategy ? "* " : "  ") + row_label(s, l), in_unit(states, u),
                model_state_formula(r, s), floor == 0 ? "→ 0" : in_unit(floor, u), in_unit(comm, cu),
-               times_dp(comm, dp_comm), seconds_text(secs(comm, q.intra_gbps)), seconds_text(secs(comm, q.inter_gbps))});
+               times_dp(comm, dp_comm), seconds_text(secs(comm, q.intra_gbps)),
+               seconds_text(secs(comm, q.inter_gbps))});
     }
     t.print(out);
     const PerCategory per = bytes_per_param(r);

@@ -27,8 +27,10 @@ std::vector<std::string> gather_strings(const std::string& mine, Communicator& w
 }  // namespace
 
 void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params, const RunLayout& layout,
-                       const MemoryLedger& memory, const CommLedger& comm, Communicator& world) {
-  nlohmann::json mine = {{"rank", world.rank()}, {"memory", memory.to_json()}, {"comm", comm.to_json()}};
+                       const MemoryLedger& memory, const CommLedger& comm, const CommLedger& eval_comm,
+                       Communicator& world) {
+  nlohmann::json mine = {{"rank", world.rank()}, {"memory", memory.to_json()}, {"comm", comm.to_json()},
+                         {"comm_eval", eval_comm.to_json(200)}};
   std::vector<std::string> all = gather_strings(mine.dump(), world);
   if (world.rank() != 0) return;
   nlohmann::json j;

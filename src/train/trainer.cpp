@@ -79,7 +79,7 @@ std::string apply_resume(const std::vector<std::string>& args, TrainConfig& cfg,
 
 template <class T>
 int train_impl(const TrainConfig& cfg, int64_t resume_step, const TextData& data) {
-  CommLedger comm_ledger;
+  CommLedger comm_ledger, eval_ledger;
   Trace trace(cfg.trace == "on");
   ProcessGrid grid(GridSizes{cfg.dp, 1, 1, 1, 1}, cfg.ranks_per_node, &comm_ledger, &trace,
                    cfg.comm == "mpi" ? CommImpl::mpi : CommImpl::ring);
@@ -145,7 +145,11 @@ int train_impl(const TrainConfig& cfg, int64_t resume_step, const TextData& data
 
     std::optional<double> val;
     if (cfg.eval_windows > 0 && ((cfg.eval_every > 0 && step % cfg.eval_every == 0) || step == cfg.steps))
+    {
+      engine.set_comm_ledger(&eval_ledger);  // evaluation's gathers (ZeRO-3) are not training's traffic
       val = evaluate_windows(model, static_cast<UnitAccess<T>&>(engine), data, cfg.eval_windows);
+      engine.set_comm_ledger(&comm_ledger);
+    }
     if (log) log->row(step, loss, gnorm, lr, ms, val);
     progress.step(step, loss, val);
     last_loss = loss;
@@ -163,7 +167,7 @@ int train_impl(const TrainConfig& cfg, int64_t resume_step, const TextData& data
   RunLayout run{engine.strategy(), dp, sh.group, cfg.ranks_per_node, sh.padded(), sh.shard(), accum,
                 cfg.steps - static_cast<int>(resume_step)};
   if (!cfg.out.empty()) {
-    write_ledger_file(cfg.out + "/ledger.json", cfg, layout.total(), run, ledger, comm_ledger, grid.world());
+    write_ledger_file(cfg.out + "/ledger.json", cfg, layout.total(), run, ledger, comm_ledger, eval_ledger, grid.world());
     if (trace.enabled()) write_trace_file(cfg.out + "/trace.json", trace, grid.world());
   }
   if (root) {

@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
   }
   int failed = session.run();
 
-  // One verdict for the whole job: the number of failed test cases on every rank.
+  // One verdict for the whole job: session.run() returns the number of failed assertions (capped at 255).
   shardlab::Communicator world = shardlab::Communicator::world(nullptr, nullptr, {});
   std::vector<int32_t> all = world.all_gather_value<int32_t>(failed);
   if (!log.empty()) {
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   for (int32_t f : all) total += f;
   if (rt.is_root()) {
     std::printf("mpi_tests on %d rank(s): ", rt.size());
-    for (size_t r = 0; r < all.size(); ++r) std::printf("%srank %zu: %d failed", r ? ", " : "", r, all[r]);
+    for (size_t r = 0; r < all.size(); ++r) std::printf("%srank %zu: %d failed assertions", r ? ", " : "", r, all[r]);
     std::printf(" -> %s\n", total ? "FAIL" : "PASS");
   }
   return total ? 1 : 0;

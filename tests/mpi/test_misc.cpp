@@ -3,6 +3,8 @@
 // The watchdog test is hidden ([.]); scripts/mpi_tests.sh runs it on its own and expects an abort.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include "helpers.h"
 
 using namespace shardlab;
@@ -116,7 +118,7 @@ TEST_CASE("node bookkeeping and the world", "[world]") {
   c.set_impl(CommImpl::mpi);
   CHECK(c.impl() == CommImpl::mpi);
   for (int m = 0; m < N; ++m) CHECK(c.inter_node(m) == (m / 2 != c.rank() / 2));
-  CHECK(c.even_counts(10)[0] == (10 + N - 1) / N);
+  CHECK(c.even_counts(10)[0] == static_cast<size_t>((10 + N - 1) / N));
   std::vector<int> nodes = detect_node_of_rank();  // one machine: everyone on node 0
   CHECK(nodes == std::vector<int>(N, 0));
   c.barrier();
@@ -124,6 +126,8 @@ TEST_CASE("node bookkeeping and the world", "[world]") {
 
 TEST_CASE("watchdog: a member that skips a collective aborts the job", "[.][watchdog]") {
   // Run alone with SHARDLAB_COMM_TIMEOUT=2 under -np 2+: member 1 never joins the all-reduce.
+  // Does nothing without SHARDLAB_COMM_TIMEOUT, so a broad filter cannot turn it into a 120 s hang.
+  if (!std::getenv("SHARDLAB_COMM_TIMEOUT")) return;
   Communicator c = world(nullptr);
   std::vector<float> buf(100, 1.f);
   if (c.rank() != 1) c.all_reduce(buf.data(), buf.size());

@@ -4,8 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "comm/trace.h"
+#include "core/ledger.h"
 #include "helpers.h"
 
 using namespace shardlab;
@@ -123,4 +125,22 @@ TEST_CASE("trace events: blocking on lane 0, non-blocking on lane 1 from start t
     CHECK(std::string(e.cat) == "comm");
     CHECK(e.end_us >= e.begin_us);
   }
+}
+
+TEST_CASE("the ring's receive buffer is booked as comm_buffer while an operation runs", "[nonblocking][memory]") {
+  const int N = world_size();
+  MemoryLedger mem;
+  Communicator c = world(nullptr);
+  c.set_memory_ledger(&mem);
+  const size_t n = 1000000;  // 4 MB of floats: the buffer is 4 segments (of 256 KiB), not a whole chunk
+  std::vector<float> a(n, 1.f);
+  auto p = c.start_reduce_scatter(a.data(), even(n, N));
+  const size_t booked = mem.current(Mem::comm_buffer);
+  c.wait(p);
+  const char* e = std::getenv("SHARDLAB_RING_SEGMENT");  // scripts/mpi_tests.sh also runs with 64-byte segments
+  const size_t segment = e ? std::strtoul(e, nullptr, 10) : 256 * 1024;
+  CHECK(booked == (N > 1 ? std::min<size_t>(4 * segment, (n + N - 1) / N * sizeof(float)) : 0));
+  CHECK(mem.current(Mem::comm_buffer) == 0);
+  c.all_gather(a.data(), even(n, N));  // no reduction, no receive buffer
+  CHECK(mem.peak(Mem::comm_buffer) == booked);
 }

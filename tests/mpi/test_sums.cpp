@@ -94,3 +94,24 @@ TEST_CASE("bf16 sums round after every addition", "[sum][bf16]") {
   c.reduce_scatter(buf.data(), std::vector<size_t>(N, 1));
   if (r == 0) CHECK(from_bf16(buf[0]) == 256.f);
 }
+
+TEST_CASE("buffers of many ring segments (256 KiB each) sum exactly", "[sum][ring][large]") {
+  const int N = world_size();
+  Communicator c = world(nullptr);
+  const int r = c.rank();
+  const size_t n = 700001;  // 2.8 MB of floats: several segments per chunk, several rotations of the slots
+  std::vector<float> want(n), mine(n);
+  for (size_t i = 0; i < n; ++i) { want[i] = expected_sum<float>(N, i); mine[i] = input<float>(r, i); }
+  for (const auto& counts : {even(n, N), uneven(n, N)}) {
+    std::vector<float> a = mine, b = mine;
+    c.all_reduce(a.data(), counts);
+    auto p = c.start_all_reduce(b.data(), counts);
+    c.wait(p);
+    CHECK(mismatches(a.data(), want.data(), 0, n) == 0);
+    CHECK(mismatches(b.data(), want.data(), 0, n) == 0);
+    std::vector<float> s = mine;
+    c.reduce_scatter(s.data(), counts);
+    auto off = offsets(counts);
+    CHECK(mismatches(s.data(), want.data(), off[r], off[r + 1]) == 0);
+  }
+}

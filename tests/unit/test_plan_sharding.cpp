@@ -68,7 +68,8 @@ std::vector<u64> simulate_ring(RingOp op, const std::vector<u64>& counts) {
 // grads (4 B), fp32 master/m/v; A = 2 micro-batches, 3 steps, one node of 2 ranks.
 // By hand, per rank: param 2·12 = 24, grad 4·6 = 24, master/adam_m/adam_v 4·6 = 24 each.
 // Per step: reduce-scatter A·(N-1)·S·4 = 2·1·6·4 = 48 B, all-gather (N-1)·S·2 = 12 B → over 3 steps
-// 144 B and 36 B, all intra-node.
+// 144 B and 36 B, all intra-node. Left out by the check: the loss's all_gather_value, a scalar
+// all-reduce through MPI (e.g. a gradient norm), and a broadcast on the world axis.
 std::string zero2_ledger(u64 rank1_grad = 24, u64 rank1_rs_sent = 144, const std::string& comm = "ring") {
     auto rank = [&](int r, u64 grad, u64 rs) {
         return R"({"rank": )" + std::to_string(r) + R"(,
@@ -83,6 +84,8 @@ std::string zero2_ledger(u64 rank1_grad = 24, u64 rank1_rs_sent = 144, const std
             {"op": "all_gather", "axis": "dp", "impl": ")" + comm + R"(", "calls": 3, "elements": 36,
              "sent_intra": 36, "sent_inter": 0, "recv_intra": 36, "recv_inter": 0},
             {"op": "all_gather_value", "axis": "dp", "impl": "ring", "calls": 3, "elements": 6,
+             "sent_intra": 12, "sent_inter": 0, "recv_intra": 12, "recv_inter": 0},
+            {"op": "all_reduce", "axis": "dp", "impl": "mpi", "calls": 3, "elements": 3,
              "sent_intra": 12, "sent_inter": 0, "recv_intra": 12, "recv_inter": 0},
             {"op": "broadcast", "axis": "world", "impl": "mpi", "calls": 1, "elements": 12,
              "sent_intra": 24, "sent_inter": 0, "recv_intra": 0, "recv_inter": 0}],
