@@ -38,9 +38,12 @@ std::string validate_world(const TrainConfig& cfg, int world) {
            std::to_string(dp) + " × " + std::to_string(cfg.micro_batch);
   if (cfg.fsdp == "hybrid") {
     const int k = cfg.ranks_per_node;
+    if (dp < 2) return "--fsdp hybrid needs at least 2 data-parallel ranks (mpirun -np 4 … --ranks-per-node 2)";
+    int p = 2;  // smallest factor of dp above 1: the most nodes a valid suggestion can have
+    while (dp % p) ++p;
     if (k <= 0 || dp % k != 0 || dp / k < 2)
       return "--fsdp hybrid shards inside a node and replicates across nodes: it needs at least 2 nodes "
-             "(e.g. --ranks-per-node " + std::to_string(std::max(1, dp / 2)) + " with " + std::to_string(dp) + " ranks)";
+             "(e.g. --ranks-per-node " + std::to_string(dp / p) + " with " + std::to_string(dp) + " ranks)";
   }
   if (cfg.ranks_per_node > 0 && world % cfg.ranks_per_node != 0)
     return "--ranks-per-node " + std::to_string(cfg.ranks_per_node) + " does not divide the world size " + std::to_string(world);
@@ -52,6 +55,11 @@ std::string validate_world(const TrainConfig& cfg, int world) {
 std::string apply_resume(const std::vector<std::string>& args, TrainConfig& cfg, int64_t& resume_step) {
   TrainConfig ck = checkpoint_config(cfg.resume, &resume_step);
   TrainConfig merged = ck;
+  const TrainConfig fresh;  // checkpoints hold whole tensors: the layout is the new run's to choose
+  merged.dp = fresh.dp;
+  merged.zero = fresh.zero;
+  merged.fsdp = fresh.fsdp;
+  merged.ranks_per_node = fresh.ranks_per_node;
   std::string err = parse_train_args(args, merged);
   if (!err.empty()) return err;
   auto same = [&](bool eq, const char* flag) { return eq ? std::string() : std::string("--resume: ") + flag + " differs from the checkpoint's; a resumed run keeps the model states it saved"; };
