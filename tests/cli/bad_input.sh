@@ -6,21 +6,12 @@
 # --out files, a damaged checkpoint is refused with a checksum message and left byte-identical,
 # and under MPI the error is printed once (rank 0) and the job ends instead of hanging.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 LC_ALL=C
-S=$PWD/build/shardlab
-if [ ! -x "$S" ]; then echo "FAIL - build/shardlab exists (run make first)"; exit 1; fi
+source "$(dirname "$0")/lib.sh"
 
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
 W=$tmp/w      # everything the cases may (wrongly) touch
 C=$tmp/cap    # captured stdout/stderr, outside W
 mkdir -p "$W" "$C"
 
-fails=0
-ok() { echo "ok - $1"; }
-fail() { echo "FAIL - $1 ($2)"; fails=$((fails + 1)); }
 
 M=(--layers 1 --hidden 32 --heads 2 --seq 32 --micro-batch 2 --global-batch 2 --eval-windows 4 --progress none)
 

@@ -13,14 +13,9 @@
 #      one-number edit of rank 2's memory makes it fail;
 #  (7) --trace on: trace.json, and `shardlab trace` reports every rank and the all_gathers.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 LC_ALL=C
-S=$PWD/build/shardlab
-if [ ! -x "$S" ]; then echo "FAIL - build/shardlab exists (run make first)"; exit 1; fi
+source "$(dirname "$0")/lib.sh"
 if ! command -v mpirun >/dev/null 2>&1; then echo "ok - skipped (no mpirun)"; exit 0; fi
 
-tmp=$(mktemp -d) || exit 1
 started=()  # mpirun and rank processes of the dead-rank case: killed on exit if still alive
 cleanup() {  # only processes whose command line names our own $tmp/dead*, so never a reused pid
   local p
@@ -32,16 +27,11 @@ cleanup() {  # only processes whose command line names our own $tmp/dead*, so ne
 trap cleanup EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
-fails=0
-ok() { echo "ok - $1"; }
-fail() { echo "FAIL - $1 ($2)"; fails=$((fails + 1)); }
-last() { tail -n 3 "$1" | tr '\n' '|'; }
 mpi() { timeout -k 5 60 bash scripts/mpirun.sh -np "$@" </dev/null; }  # mpi N CMD...: 124/137 = hung
 
 PY=""
 command -v python3 >/dev/null 2>&1 && python3 -c "import json" >/dev/null 2>&1 && PY=python3
 
-head -c 20000 data/corpus.txt >"$tmp/small.txt"
 TINY=(--layers 1 --hidden 32 --heads 2 --seq 32 --eval-windows 0 --progress none --data "$tmp/small.txt")
 
 # train_run NAME NP DIR [STRATEGY] -- FLAGS...: train on NP ranks (1: no mpirun) with --out DIR,

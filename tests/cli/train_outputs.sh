@@ -8,20 +8,8 @@
 #  compare: the same config twice is bit-identical (--rtol 0 passes); another --seed fails (exit 1).
 #  --progress lines: lines with step, loss, tok/s and ETA; the summary names params and tokens/s.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
-set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 LC_ALL=C
-S=$PWD/build/shardlab
-if [ ! -x "$S" ]; then echo "FAIL - build/shardlab exists (run make first)"; exit 1; fi
+source "$(dirname "$0")/lib.sh"
 
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok - $1"; }
-fail() { echo "FAIL - $1 ($2)"; fails=$((fails + 1)); }
-last() { tail -n 3 "$1" | tr '\n' '|'; }
-
-head -c 20000 data/corpus.txt >"$tmp/small.txt"
 M=(--layers 1 --hidden 32 --heads 2 --seq 32 --micro-batch 2 --global-batch 2 --eval-windows 4
    --data "$tmp/small.txt" --steps 7 --eval-every 3)
 

@@ -1,0 +1,15 @@
+# Shared set-up of tests/cli/*.sh (sourced, not run): the repository root as working directory,
+# one BLAS thread, $S = the binary, $tmp = a fresh directory removed on exit (a script with its own
+# EXIT trap calls rm itself), ok/fail/last reporting, and $tmp/small.txt, 20 kB of the corpus.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 LC_ALL=C
+S=$PWD/build/shardlab
+if [ ! -x "$S" ]; then echo "FAIL - build/shardlab exists (run make first)"; exit 1; fi
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok - $1"; }
+fail() { echo "FAIL - $1 ($2)"; fails=$((fails + 1)); }
+last() { tail -n 3 "$1" | tr '\n' '|'; }
+head -c 20000 data/corpus.txt >"$tmp/small.txt"
