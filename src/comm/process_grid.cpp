@@ -77,6 +77,12 @@ int ProcessGrid::size(Axis a) const {
 
 int ProcessGrid::coord(Axis a) const { return a == Axis::world ? world_.rank() : coords_[idx(a)]; }
 
+int ProcessGrid::world_rank_with(Axis a, int c) const {
+  int r = 0;
+  for (Axis b : kOrder) r = r * size(b) + (b == a ? c : coord(b));
+  return r;
+}
+
 Communicator& ProcessGrid::comm(Axis a) { return a == Axis::world ? world_ : *axes_[idx(a)]; }
 
 Communicator& ProcessGrid::dp_in_node() {

@@ -30,6 +30,11 @@ class ProcessGrid {
   int world_size() const { return world_.size(); }
   int size(Axis a) const;
   int coord(Axis a) const;
+  // Neighbours along an axis, as member indices of comm(a): the ring order every axis uses.
+  int next(Axis a) const { return (coord(a) + 1) % size(a); }
+  int prev(Axis a) const { return (coord(a) + size(a) - 1) % size(a); }
+  // The world rank whose coordinates equal mine except `a`, which is `c`.
+  int world_rank_with(Axis a, int c) const;
   Communicator& world() { return world_; }
   Communicator& comm(Axis a);
   int node() const { return node_of_rank_[world_.rank()]; }
