@@ -4,6 +4,7 @@
 //   shardlab sample   generate text from a checkpoint
 //   shardlab compare  per-step loss comparison of two runs
 //   shardlab plan     the chapter's memory formulas, for presets or any dims
+//   shardlab plot     loss curves of runs as an SVG picture
 //   shardlab trace    how much communication a traced run hid behind compute
 //   shardlab ring     the ring all-reduce checked and timed against MPI's (C8)
 //   shardlab bench    training throughput against the machine's sgemm
@@ -22,6 +23,7 @@
 #include "plan/plan_cli.h"
 #include "train/bench.h"
 #include "train/compare.h"
+#include "train/plot.h"
 #include "train/trace_summary.h"
 #include "train/trainer.h"
 
@@ -34,6 +36,7 @@ static const char* kUsage =
     "  sample    --load CKPT --prompt TEXT [--tokens N --temperature X --seed S]: generate text\n"
     "  compare   REF_DIR RUN_DIR [--rtol X] [--all]: compare two runs' loss curves\n"
     "  plan      [--preset 7b|70b | dims]: the chapter's model-state and activation formulas\n"
+    "  plot      RUN_DIR… [--out FILE.svg --metric loss|grad_norm|lr]: loss curves as an SVG picture\n"
     "  trace     RUN_DIR: per rank, communication hidden behind compute vs exposed (a run with --trace on)\n"
     "  ring      [--elements N --dtype f32|f64|bf16 --sizes-mb a,b]: the ring all-reduce vs MPI's (under mpirun)\n"
     "  bench     [model flags] [--steps N]: tokens/s and GFLOP/s against OpenBLAS sgemm\n"
@@ -53,6 +56,7 @@ int main(int argc, char** argv) {
     if (cmd == "eval") return eval_main(args, rt);
     if (cmd == "sample") return sample_main(args, rt);
     if (cmd == "compare") return rt.is_root() ? compare_main(args) : 0;
+    if (cmd == "plot") return rt.is_root() ? plot_main(args) : 0;
     if (cmd == "trace") return rt.is_root() ? trace_main(args) : 0;
     if (cmd == "ring") return ring_main(args, rt);
     if (cmd == "bench") return rt.is_root() ? bench_main(args) : 0;

@@ -18,6 +18,7 @@
 #include "train/model_states.h"
 #include "train/progress.h"
 #include "train/train_checkpoint.h"
+#include "train/plot.h"
 #include "train/run_report.h"
 #include "parallel/data_parallel.h"
 #include "comm/process_grid.h"
@@ -175,13 +176,14 @@ int train_impl(const TrainConfig& cfg, int64_t resume_step, const TextData& data
   RunLayout run{engine.strategy(), dp, sh.group, cfg.ranks_per_node, sh.padded(), sh.shard(), accum,
                 cfg.steps - static_cast<int>(resume_step)};
   if (!cfg.out.empty()) {
+    if (root) std::ofstream(cfg.out + "/loss.svg") << plot_runs({cfg.out}, "loss");
     write_ledger_file(cfg.out + "/ledger.json", cfg, layout.total(), run, ledger, comm_ledger, eval_ledger, grid.world());
     if (trace.enabled()) write_trace_file(cfg.out + "/trace.json", trace, grid.world());
   }
   if (root) {
     print_summary(cfg, layout.total(), run, ledger, comm_ledger, progress, last_loss, last_val);
     if (!cfg.out.empty())
-      std::printf("wrote %s/loss.csv and %s/ledger.json%s\n", cfg.out.c_str(), cfg.out.c_str(),
+      std::printf("wrote %s/loss.csv, loss.svg and ledger.json%s\n", cfg.out.c_str(),
                   trace.enabled() ? (" and " + cfg.out + "/trace.json (open in ui.perfetto.dev)").c_str() : "");
     if (!cfg.save.empty()) std::printf("checkpoint %s/latest -> %s\n", cfg.save.c_str(), step_dir_name(cfg.steps).c_str());
   }
