@@ -105,14 +105,12 @@ void DataParallel<T>::finish_unit_grads(UnitGrads& g) {
 template <class T>
 void DataParallel<T>::progress() {
   for (auto& p : bucket_pending_) shard_->progress(p);
-  for (auto it = unit_grads_.begin(); it != unit_grads_.end();) {
-    if (!it->started) { ++it; continue; }  // still being filled by backward
-    if (shard_->progress(it->pending)) {
-      finish_unit_grads(*it);
-      it = unit_grads_.erase(it);
-    } else {
-      ++it;
-    }
+  // Finished reductions are added to the shard in the order they started (a unit's micro-batches
+  // must be summed in one fixed order), so stop at the first one still in flight.
+  for (auto it = unit_grads_.begin(); it != unit_grads_.end() && it->started;) {
+    if (!shard_->progress(it->pending)) break;
+    finish_unit_grads(*it);
+    it = unit_grads_.erase(it);
   }
   for (auto& [u, g] : gathered_)
     if (!g.ready) shard_->progress(g.pending);
@@ -122,7 +120,7 @@ template <class T>
 void DataParallel<T>::finish_gradients() {
   Trace::Span span(trace_, "finish gradients", "comm");
   if (states_->backward_grads()) {
-    if (!overlap_)
+    if (!overlap_ || !last_micro_)  // nothing started during backward: sync everything now
       for (const Bucket& b : buckets_) start_bucket(b, true);
     for (auto& p : bucket_pending_) shard_->wait(p);
     bucket_pending_.clear();

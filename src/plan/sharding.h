@@ -8,8 +8,9 @@
 // (N, or K for hybrid), S shard size, A micro-batches per optimizer step.
 //
 // Leaves out: communication (plan/comm_volume.h), activations (unchanged by DP/ZeRO/FSDP, claim C16),
-// FSDP's transient all-gathered unit and bucket buffers (comm_buffer/workspace in the ledger, not model
-// states), TP/PP/EP sharding, and ZeRO++/offload variants.
+// FSDP's transient buffers — a gathered unit's weights (booked as param) and a unit's gradients on their
+// way to the shards (grad, or workspace in bf16) live only while the unit computes, so they raise the
+// peak but not the model states at rest that these formulas give — TP/PP/EP sharding, and ZeRO++/offload.
 #pragma once
 
 #include <cstdint>

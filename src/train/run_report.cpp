@@ -28,9 +28,9 @@ std::vector<std::string> gather_strings(const std::string& mine, Communicator& w
 
 void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params, const RunLayout& layout,
                        const MemoryLedger& memory, const CommLedger& comm, const CommLedger& eval_comm,
-                       Communicator& world) {
+                       const CommLedger& checkpoint_comm, Communicator& world) {
   nlohmann::json mine = {{"rank", world.rank()}, {"memory", memory.to_json()}, {"comm", comm.to_json()},
-                         {"comm_eval", eval_comm.to_json(200)}};
+                         {"comm_eval", eval_comm.to_json(200)}, {"comm_checkpoint", checkpoint_comm.to_json(200)}};
   std::vector<std::string> all = gather_strings(mine.dump(), world);
   if (world.rank() != 0) return;
   nlohmann::json j;
@@ -72,7 +72,12 @@ void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layou
   std::printf("  %-12s %12s %12s   %6.2f\n", "model states", format_bytes(memory.model_state_bytes()).c_str(), "",
               double(memory.model_state_bytes()) / params);
   const Axis dp = Axis::dp;
-  CommCall sent = comm.total("", &dp);
+  CommCall sent;  // the rings of the steps: not the loss / grad-norm scalars ("gather")
+  for (const char* op : {"reduce_scatter", "all_gather", "all_reduce"}) {
+    CommCall c = comm.total(op, &dp);
+    sent.sent_intra += c.sent_intra;
+    sent.sent_inter += c.sent_inter;
+  }
   if (layout.dp > 1 && layout.steps > 0)
     std::printf("communication (rank 0, dp axis): %s sent per step (%s intra-node, %s inter-node)\n",
                 format_bytes(double(sent.sent()) / layout.steps).c_str(),

@@ -1,5 +1,6 @@
 // What a run reports when it ends: ledger.json (every rank's memory and comm ledgers — training's
-// traffic under "comm", evaluation's under "comm_eval" — gathered to rank 0), trace.json (every
+// traffic under "comm", evaluation's under "comm_eval", checkpoint saving's under "comm_checkpoint" —
+// gathered to rank 0), trace.json (every
 // rank's timeline), and the closing summary rank 0 prints.
 #pragma once
 #include <optional>
@@ -25,7 +26,7 @@ struct RunLayout {  // the layout facts ledger.json records and `plan --ledger` 
 // Collective: gathers every rank's ledgers; rank 0 writes DIR/ledger.json.
 void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params, const RunLayout& layout,
                        const MemoryLedger& memory, const CommLedger& comm, const CommLedger& eval_comm,
-                       Communicator& world);
+                       const CommLedger& checkpoint_comm, Communicator& world);
 // Collective: gathers every rank's trace events; rank 0 writes DIR/trace.json.
 void write_trace_file(const std::string& path, const Trace& trace, Communicator& world);
 // Rank 0's closing summary.

@@ -88,7 +88,7 @@ std::string apply_resume(const std::vector<std::string>& args, TrainConfig& cfg,
 
 template <class T>
 int train_impl(const TrainConfig& cfg, int64_t resume_step, const TextData& data) {
-  CommLedger comm_ledger, eval_ledger;
+  CommLedger comm_ledger, eval_ledger, checkpoint_ledger;
   Trace trace(cfg.trace == "on");
   ProcessGrid grid(GridSizes{cfg.dp, 1, 1, 1, 1}, cfg.ranks_per_node, &comm_ledger, &trace,
                    cfg.comm == "mpi" ? CommImpl::mpi : CommImpl::ring);
@@ -164,7 +164,9 @@ int train_impl(const TrainConfig& cfg, int64_t resume_step, const TextData& data
     last_loss = loss;
     if (val) last_val = val;
     if (!cfg.save.empty() && ((cfg.save_every > 0 && step % cfg.save_every == 0) || step == cfg.steps)) {
+      engine.set_comm_ledger(&checkpoint_ledger);  // gathering shards to save is not a step's traffic
       engine.save_checkpoint(cfg.save, step);
+      engine.set_comm_ledger(&comm_ledger);
       if (root && cfg.progress != "none" && cfg.save_every > 0 && step != cfg.steps) {
         progress.finish();
         std::printf("saved %s/%s\n", cfg.save.c_str(), step_dir_name(step).c_str());
@@ -177,7 +179,8 @@ int train_impl(const TrainConfig& cfg, int64_t resume_step, const TextData& data
                 cfg.steps - static_cast<int>(resume_step)};
   if (!cfg.out.empty()) {
     if (root) std::ofstream(cfg.out + "/loss.svg") << plot_runs({cfg.out}, "loss");
-    write_ledger_file(cfg.out + "/ledger.json", cfg, layout.total(), run, ledger, comm_ledger, eval_ledger, grid.world());
+    write_ledger_file(cfg.out + "/ledger.json", cfg, layout.total(), run, ledger, comm_ledger, eval_ledger,
+                      checkpoint_ledger, grid.world());
     if (trace.enabled()) write_trace_file(cfg.out + "/trace.json", trace, grid.world());
   }
   if (root) {

@@ -11,7 +11,8 @@
 #      resumes / evaluates on a single process (checkpoints hold whole tensors);
 #  (6) ledger.json of a 4-rank ZeRO-2 run holds every rank and passes `plan --ledger`, and a
 #      one-number edit of rank 2's memory makes it fail;
-#  (7) --trace on: trace.json, and `shardlab trace` reports every rank and the all_gathers.
+#  (7) --trace on: trace.json, and `shardlab trace` reports every rank and the all_gathers;
+#  (8) evaluation's and checkpoint saving's gathers stay out of the training ledger.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 if ! command -v mpirun >/dev/null 2>&1; then echo "ok - skipped (no mpirun)"; exit 0; fi
@@ -291,6 +292,19 @@ if train_run "(7) -np 2 --zero 3 --trace on" 2 "$P/z3" zero3 -- "${TINY[@]}" --d
     ok "(7) shardlab trace: a row for ranks 0 and 1 and an all_gather line"
   else
     fail "(7) shardlab trace: a row for ranks 0 and 1 and an all_gather line" "$(head -n 6 "$P/summary" | tr '\n' '|')"
+  fi
+fi
+
+# ---------------------------------------------------------------- (8) ledgers keep training's traffic apart
+# Evaluation's gathers (ZeRO-3) and the gathers that save a sharded checkpoint are booked under
+# comm_eval / comm_checkpoint, so a run that does both still matches the per-step formulas.
+P=$tmp/apart
+mkdir -p "$P"
+if train_run "(8) -np 2 --zero 3 with eval and saves" 2 "$P/z3" zero3 -- "${TINY[@]}" --dtype f64 --global-batch 2 --micro-batch 1 --steps 4 --zero 3 --eval-every 2 --eval-windows 4 --save "$P/ck" --save-every 2; then
+  if "$S" plan --ledger "$P/z3/ledger.json" >"$P/plan" 2>&1; then
+    ok "(8) plan --ledger matches a ZeRO-3 run that evaluated and saved"
+  else
+    fail "(8) plan --ledger matches a ZeRO-3 run that evaluated and saved" "$(tail -n 3 "$P/plan" | tr '\n' '|')"
   fi
 fi
 
