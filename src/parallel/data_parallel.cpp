@@ -43,6 +43,8 @@ DataParallel<T>::DataParallel(const TrainConfig& cfg, const ParamLayout& layout,
     shard_ = &grid.dp_in_node();
     across_ = &grid.dp_across_nodes();
   }
+  for (Communicator* c : {dp_, shard_, across_})  // ring receive buffers show as comm_buffer in the ledger
+    if (c) c->set_memory_ledger(&ledger);
   shards_ = ShardLayout(layout.total(), shard_->size(), shard_->rank());
   Sharding sh;
   sh.optim = strategy_ != Strategy::dp;
