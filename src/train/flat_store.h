@@ -29,6 +29,8 @@ class FlatStore {
   const void* raw(size_t g) const { return const_cast<FlatStore*>(this)->raw(g); }
   T* t(size_t g) { return t_.data() + (g - begin_); }  // only when !is_bf16()
   bf16* h(size_t g) { return h_.data() + (g - begin_); }  // only when is_bf16()
+  const T* t(size_t g) const { return t_.data() + (g - begin_); }
+  const bf16* h(size_t g) const { return h_.data() + (g - begin_); }
 
   void load(T* dst, size_t a, size_t b) const {  // dst[0, b-a) = widen(x[a, b))
     if (bf16_) { const bf16* s = h_.data() + (a - begin_); for (size_t i = 0; i < b - a; ++i) dst[i] = T(from_bf16(s[i])); }

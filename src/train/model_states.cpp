@@ -73,7 +73,7 @@ double ModelStates<T>::grad_sumsq(size_t a, size_t b) const {
   b = std::min(b, layout_.total());
   double s = 0.0;
   if (a >= b) return s;
-  FlatStore<T>& g = const_cast<FlatStore<T>&>(grads_);
+  const FlatStore<T>& g = grads_;
   if (g.is_bf16()) {
     const bf16* p = g.h(a);
     for (size_t i = 0; i < b - a; ++i) { double x = from_bf16(p[i]); s += x * x; }
