@@ -9,10 +9,10 @@
 CXX       := mpicxx
 CXXFLAGS  ?= -O3 -march=native -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-maybe-uninitialized
 CPPFLAGS  += -Isrc -isystem /usr/include/eigen3 -I/usr/include/x86_64-linux-gnu/openblas-pthread -DEIGEN_NO_DEBUG -DOMPI_SKIP_MPICXX
-LDLIBS    += -lopenblas -lpthread
+LDLIBS    += -lopenblas -lcrypto -lpthread
 
 BUILD     := build
-SRC_LIB   := $(filter-out src/main.cpp,$(shell find src -name '*.cpp' | sort))
+SRC_LIB   := $(filter-out src/cli/main.cpp,$(shell find src -name '*.cpp' | sort))
 OBJ_LIB   := $(SRC_LIB:%.cpp=$(BUILD)/%.o)
 SRC_UNIT  := $(shell find tests/unit -name '*.cpp' 2>/dev/null | sort)
 OBJ_UNIT  := $(SRC_UNIT:%.cpp=$(BUILD)/%.o)
@@ -40,7 +40,7 @@ $(BUILD)/libshardlab.a: $(OBJ_LIB)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/shardlab: $(BUILD)/src/main.o $(BUILD)/libshardlab.a
+$(BUILD)/shardlab: $(BUILD)/src/cli/main.o $(BUILD)/libshardlab.a
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/unit_tests: $(OBJ_UNIT) $(BUILD)/libshardlab.a
@@ -72,4 +72,4 @@ bench: $(BUILD)/shardlab
 clean:
 	rm -rf $(BUILD)
 
--include $(OBJ_LIB:.o=.d) $(OBJ_UNIT:.o=.d) $(OBJ_MPI:.o=.d) $(BUILD)/src/main.d
+-include $(OBJ_LIB:.o=.d) $(OBJ_UNIT:.o=.d) $(OBJ_MPI:.o=.d) $(BUILD)/src/cli/main.d

@@ -25,8 +25,8 @@
 #include "comm/trace.h"
 #include "model/gpt.h"
 #include "parallel/shard_layout.h"
-#include "train/model_states.h"
-#include "train/train_checkpoint.h"
+#include "optim/model_states.h"
+#include "io/train_checkpoint.h"
 #include "train/train_config.h"
 
 namespace shardlab {

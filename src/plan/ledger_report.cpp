@@ -3,7 +3,7 @@
 
 #include <ostream>
 
-#include "plan/format.h"
+#include "report/format.h"
 
 namespace shardlab::plan {
 

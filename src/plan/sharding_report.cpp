@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "plan/comm_volume.h"
-#include "plan/format.h"
+#include "report/format.h"
 
 namespace shardlab::plan {
 

@@ -2,7 +2,7 @@
 // and the number `shardlab eval` prints.
 #pragma once
 #include "model/gpt.h"
-#include "train/data.h"
+#include "io/data.h"
 
 namespace shardlab {
 

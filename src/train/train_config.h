@@ -1,7 +1,9 @@
-// Everything `shardlab train` can be told, with defaults, parsing and validation.
+// Everything `shardlab train` can be told: the fields with their defaults, the one definition of the
+// flags (add_train_flags, grouped as --help shows them), validation, and the config's text forms
+// (config.json and checkpoints' meta.json; config.toml, which --config reads back).
 // Defaults train a 4-layer, 128-wide byte-level GPT (context 64) on data/corpus.txt in about a minute
 // on one core, to a validation loss near 1.1 nats/byte (the corpus's unigram entropy is 3.2).
-// Parsing never exits: it returns an error sentence, and main prints it once (rank 0) and exits 2.
+// Nothing here exits: errors are one sentence, which the command prints once (rank 0) with exit 2.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,6 +14,8 @@
 #include "model/config.h"
 
 namespace shardlab {
+
+class Flags;
 
 struct TrainConfig {
   GPTConfig model;
@@ -56,13 +60,19 @@ struct TrainConfig {
 
   int accumulation_steps() const { return global_batch / micro_batch; }
   nlohmann::json to_json() const;
-  static TrainConfig from_json(const nlohmann::json& j);  // inverse of to_json
+  static TrainConfig from_json(const nlohmann::json& j);  // inverse of to_json; throws on a bad config
+  std::string to_toml() const;                           // what --config reads
 };
 
-// Parse `train` flags (args exclude the subcommand). Returns "" on success, else one sentence.
+// Every train flag, bound to the fields of cfg, in its help group, and --config FILE (a TOML file of the
+// same flags, e.g. a run's DIR/config.toml; flags on the command line override it).
+void add_train_flags(Flags& flags, TrainConfig& cfg);
+// Parse `train` flags (and the --config file they name) onto cfg; args exclude the command.
+// "" on success, else one sentence naming the flag.
 std::string parse_train_args(const std::vector<std::string>& args, TrainConfig& cfg);
 // Checks that need no data: sizes, divisibility, names. "" when valid.
 std::string validate_train_config(const TrainConfig& cfg);
-std::string train_usage();
+// Checks that depend on the number of ranks (the grid, divisibility of the batch, hybrid nodes).
+std::string validate_world(const TrainConfig& cfg, int world);
 
 }  // namespace shardlab

@@ -1,18 +1,18 @@
-// `shardlab train`: the training loop (single process), plus `eval` and `sample` on checkpoints.
-// One optimizer step = zero grads; for each micro-batch: sample, forward, backward (scaled by
-// 1/(global batch tokens), the one loss normalisation), fold grads; global grad norm; clip;
-// learning rate; update. Writes loss.csv and ledger.json (--out), checkpoints (--save).
+// The training loop: one optimizer step is the chapter's step and nothing else —
+//   zero grads; for each micro-batch: sample, forward, backward (scaled by 1/(global batch tokens), the
+//   one loss normalisation); finish the gradient reductions; global loss and grad norm; clip; learning
+//   rate; update — on whatever layout the configuration asks for (single process, DP, ZeRO, FSDP).
+// Outputs (loss.csv, checkpoints, plots, ledgers, summary) belong to RunOutputs (run_outputs.h).
 #pragma once
-#include <string>
-#include <vector>
+#include <cstdint>
 
-#include "comm/runtime.h"
+#include "io/data.h"
 #include "train/train_config.h"
 
 namespace shardlab {
 
-int train_main(const std::vector<std::string>& args, const Runtime& rt);
-int eval_main(const std::vector<std::string>& args, const Runtime& rt);
-int sample_main(const std::vector<std::string>& args, const Runtime& rt);
+// cfg is validated; resume_step > 0 continues from cfg.resume. Collective over the world. Returns the
+// exit code (1 when the loss stops being finite).
+int train(const TrainConfig& cfg, int64_t resume_step, const TextData& data);
 
 }  // namespace shardlab

@@ -12,9 +12,9 @@
 
 #include <unistd.h>
 
-#include "train/checkpoint.h"
-#include "train/safetensors.h"
-#include "train/sha256.h"
+#include "io/checkpoint.h"
+#include "io/safetensors.h"
+#include "io/sha256.h"
 
 using namespace shardlab;
 namespace fs = std::filesystem;

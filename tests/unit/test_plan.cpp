@@ -16,7 +16,8 @@
 #include "plan/activations.h"
 #include "plan/model_states.h"
 #include "plan/ledger_check.h"
-#include "plan/plan_cli.h"
+#include "cli/command.h"
+#include "plan/plan_report.h"
 
 using namespace shardlab::plan;
 

@@ -16,7 +16,8 @@
 
 #include "plan/comm_volume.h"
 #include "plan/ledger_check.h"
-#include "plan/plan_cli.h"
+#include "cli/command.h"
+#include "plan/plan_report.h"
 #include "plan/sharding.h"
 
 using namespace shardlab::plan;

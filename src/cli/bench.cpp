@@ -1,0 +1,113 @@
+// `shardlab bench [model flags] [--steps N]`: times N training steps (after one warm-up step) on
+// random tokens and reports tokens/s and achieved model GFLOP/s, where model FLOPs per token =
+// 6·N_matmul + 12·L·T·C (no causal discount) — beside OpenBLAS GEMM GFLOP/s (sgemm, or dgemm with
+// --dtype f64) measured in the same process on the model's own largest GEMM shape (B·T × 4C × C) and on
+// a square 1024³ product. Reports ratio = model GFLOP/s / best GEMM GFLOP/s. Leaves out: multi-rank scaling.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+
+#include "cli/command.h"
+#include "core/gemm.h"
+#include "core/ledger.h"
+#include "core/rng.h"
+#include "model/gpt.h"
+#include "optim/model_states.h"
+#include "train/train_config.h"
+
+namespace shardlab {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Best-of-3 GFLOP/s of C (M,N) = A (M,K) · B (K,N) in E (float: sgemm, double: dgemm).
+template <class E>
+double gemm_gflops(int M, int N, int K) {
+  std::vector<E> A(size_t(M) * K), B(size_t(K) * N), C(size_t(M) * N);
+  RngStream r = rng_stream(1, "bench");
+  for (size_t i = 0; i < A.size(); ++i) A[i] = E(r.uniform(i));
+  for (size_t i = 0; i < B.size(); ++i) B[i] = E(r.uniform(i + A.size()));
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    int iters = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    do {
+      gemm(false, false, M, N, K, E(1), A.data(), K, B.data(), N, E(0), C.data(), N);
+      ++iters;
+    } while (seconds_since(t0) < 0.3);
+    best = std::max(best, 2.0 * M * N * K * iters / seconds_since(t0) / 1e9);
+  }
+  return best;
+}
+double gemm_gflops(bool f64, int M, int N, int K) { return f64 ? gemm_gflops<double>(M, N, K) : gemm_gflops<float>(M, N, K); }
+
+
+
+// Seconds for cfg.steps training steps of T after one warm-up step, on random tokens.
+template <class T>
+double time_steps(const TrainConfig& cfg, MemoryLedger& ledger) {
+  const GPTConfig& m = cfg.model;
+  ParamLayout layout(m);
+  ModelStates<T> states(cfg, layout, ledger);
+  GPT<T> model(m, layout, cfg.micro_batch, ledger);
+  const int B = cfg.micro_batch, Tn = m.seq;
+  std::vector<int32_t> in(size_t(B) * Tn), tg(size_t(B) * Tn);
+  RngStream r = rng_stream(cfg.seed, "bench-tokens");
+  for (size_t i = 0; i < in.size(); ++i) {
+    in[i] = int(r.below(2 * i, m.vocab));
+    tg[i] = int(r.below(2 * i + 1, m.vocab));
+  }
+  const T scale = T(1) / T(B * Tn);
+  auto step = [&](int s) {
+    states.zero_grads();
+    model.forward(states.compute_params(), in.data(), tg.data(), true, {cfg.seed, uint64_t(s), 0});
+    model.backward(states.backward_grads(), states.compute_params(), scale);
+    states.end_micro_batch();
+    states.grad_norm();
+    states.optimizer_step(s, 1e-4, 1.0);
+  };
+  step(1);  // warm-up: page in every buffer
+  auto t0 = std::chrono::steady_clock::now();
+  for (int s = 2; s < 2 + cfg.steps; ++s) step(s);
+  return seconds_since(t0);
+}
+
+}  // namespace
+
+int bench_command(const CommandArgs& args, const Runtime& rt) {
+  TrainConfig cfg;
+  cfg.steps = 5;
+  Flags flags("shardlab bench", "Training throughput (tokens/s, model GFLOP/s) against OpenBLAS's GEMM on this machine, one rank.");
+  add_train_flags(flags, cfg);
+  if (int rc = parse_command(flags, args, rt, "shardlab bench"); rc >= 0) return rc;
+  if (!rt.is_root()) return 0;
+  cfg.global_batch = cfg.micro_batch;
+  if (std::string err = validate_train_config(cfg); !err.empty()) throw std::invalid_argument(err);
+  const GPTConfig& m = cfg.model;
+  const bool f64 = cfg.dtype == "f64";
+  MemoryLedger ledger;
+  const double sec = f64 ? time_steps<double>(cfg, ledger) : time_steps<float>(cfg, ledger);
+  ParamLayout layout(m);
+  const int B = cfg.micro_batch, T = m.seq;
+  const double tokens = double(cfg.steps) * B * T;
+  const double flops_per_token = 6.0 * layout.matmul_params() + 12.0 * m.layers * T * m.hidden;
+  const double model_gflops = flops_per_token * tokens / sec / 1e9;
+  const double g_shape = gemm_gflops(f64, B * T, 4 * m.hidden, m.hidden), g_square = gemm_gflops(f64, 1024, 1024, 1024);
+  const double best = std::max(g_shape, g_square);
+  const char* gemm_name = f64 ? "dgemm" : "sgemm";
+  std::printf("config L%d H%d A%d S%d B%d (%zu params, %s; model states %.0f B/param from the ledger)\n", m.layers,
+              m.hidden, m.heads, T, B, layout.total(), cfg.mixed == "bf16" ? "mixed bf16" : cfg.dtype.c_str(),
+              double(ledger.model_state_bytes()) / layout.total());
+  std::printf("  training    %9.0f tokens/s   %7.2f GFLOP/s   (%.1f ms/step over %d steps, %.2f MFLOP/token)\n",
+              tokens / sec, model_gflops, 1e3 * sec / cfg.steps, cfg.steps, flops_per_token / 1e6);
+  std::printf("  %s       %7.2f GFLOP/s on %d×%d×%d (the model's MLP shape), %7.2f GFLOP/s on 1024³\n", gemm_name,
+              g_shape, B * T, 4 * m.hidden, m.hidden, g_square);
+  std::printf("  ratio       %.1f%% of the best %s GFLOP/s\n", 100.0 * model_gflops / best, gemm_name);
+  return 0;
+}
+
+}  // namespace shardlab

@@ -1,0 +1,35 @@
+// What every command of the shardlab program shares: its entry point's shape, and parse_command,
+// which turns --help and bad flags into the same behaviour everywhere (help or one error line, from
+// rank 0 only; exit 0 for help, 2 for an error). One file per command: cli/<command>.cpp.
+#pragma once
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "comm/runtime.h"
+#include "core/flags.h"
+
+namespace shardlab {
+
+// -1: the flags are good, run the command. Otherwise the exit code (help printed, or the error).
+int parse_command(Flags& flags, const std::vector<std::string>& args, const Runtime& rt, const std::string& command);
+
+using CommandArgs = std::vector<std::string>;  // the arguments after the command's name
+int train_command(const CommandArgs& args, const Runtime& rt);
+int eval_command(const CommandArgs& args, const Runtime& rt);
+int sample_command(const CommandArgs& args, const Runtime& rt);
+int compare_command(const CommandArgs& args, const Runtime& rt);
+int plan_command(const CommandArgs& args, const Runtime& rt);
+int plot_command(const CommandArgs& args, const Runtime& rt);
+int trace_command(const CommandArgs& args, const Runtime& rt);
+int ring_command(const CommandArgs& args, const Runtime& rt);
+int bench_command(const CommandArgs& args, const Runtime& rt);
+int swamping_command(const CommandArgs& args, const Runtime& rt);
+
+namespace plan {
+// `shardlab plan` with its arguments, writing to out/err: 0 on success (ledger mode: everything matches),
+// 1 on a ledger mismatch, 2 on bad input.
+int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+}  // namespace plan
+
+}  // namespace shardlab

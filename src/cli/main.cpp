@@ -1,0 +1,76 @@
+// shardlab: a CPU-only reference trainer that makes distributed training visible and checkable.
+// The first word names the command (cli/<command>.cpp); `shardlab --help` lists them and
+// `shardlab <command> --help` lists a command's flags. Every error is one message (from rank 0) and a
+// non-zero exit: 2 for bad flags or configuration, 1 for anything that goes wrong while running.
+#include <cblas.h>
+
+#include <cstdio>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "comm/runtime.h"
+
+using namespace shardlab;
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(const CommandArgs&, const Runtime&);
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"train", train_command, "train the GPT on one process or on MPI ranks"},
+    {"eval", eval_command, "mean loss of a checkpoint over a text file's windows"},
+    {"sample", sample_command, "generate text from a checkpoint"},
+    {"compare", compare_command, "compare two runs' loss curves step by step"},
+    {"plan", plan_command, "the chapter's memory and communication formulas; --ledger checks a run"},
+    {"plot", plot_command, "loss curves of runs as an SVG picture"},
+    {"trace", trace_command, "per rank: communication hidden behind compute vs exposed (--trace on runs)"},
+    {"ring", ring_command, "the hand-written ring all-reduce checked and timed against MPI's (under mpirun)"},
+    {"bench", bench_command, "training tokens/s and GFLOP/s against OpenBLAS sgemm"},
+    {"swamping", swamping_command, "why bf16 weights need an fp32 master copy (C2)"},
+};
+
+void print_usage(std::FILE* to) {
+  std::fprintf(to, "usage: shardlab <command> [flags]   (shardlab <command> --help lists its flags)\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(to, "  %-9s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Runtime rt(argc, argv);
+  openblas_set_num_threads(1);  // one BLAS thread per rank: ranks are the parallelism
+  const std::string cmd = argc > 1 ? argv[1] : "";
+  if (cmd.empty() || cmd == "--help" || cmd == "-h") {
+    if (rt.is_root()) print_usage(cmd.empty() ? stderr : stdout);
+    return cmd.empty() ? 2 : 0;
+  }
+  const Command* command = nullptr;
+  for (const Command& c : kCommands)
+    if (cmd == c.name) command = &c;
+  if (!command) {
+    if (rt.is_root())
+      std::fprintf(stderr, "shardlab: error: unknown command '%s' (shardlab --help lists the commands)\n", cmd.c_str());
+    return 2;
+  }
+  try {
+    return command->run(CommandArgs(argv + 2, argv + argc), rt);
+  } catch (const std::exception& e) {
+    // Errors every rank detects alike (flags, files) are reported once, by rank 0, before any rank
+    // talks to another. Anything else may strike one rank mid-run while the others wait for it:
+    // that rank reports and ends the whole job, so nobody hangs.
+    const int code = dynamic_cast<const std::invalid_argument*>(&e) ? 2 : 1;
+    if (rt.size() > 1 && cmd == "train") {
+      std::fprintf(stderr, "shardlab %s: error (rank %d): %s\n", cmd.c_str(), rt.rank(), e.what());
+      rt.abort(code);
+    }
+    if (rt.is_root()) std::fprintf(stderr, "shardlab %s: error: %s\n", cmd.c_str(), e.what());
+    return code;
+  }
+}

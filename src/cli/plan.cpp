@@ -1,0 +1,195 @@
+// `shardlab plan`: the chapter's formulas for a preset (the chapter's 7B / 70B), for this project's GPT
+// dims or for a raw parameter count, with the recipe, attention kernel and data-parallel layout given
+// by flags (plan/plan_report.h prints them); `--ledger RUN/ledger.json` instead checks a run's measured
+// bytes against the formulas, every rank, to the byte (exit 1 on any difference).
+#include <cmath>
+#include <iostream>
+#include <ostream>
+
+#include "cli/command.h"
+#include "plan/plan_report.h"
+
+namespace shardlab {
+namespace plan {
+
+namespace {
+
+using u64 = std::uint64_t;
+
+struct Fail {
+  std::string message;
+};
+
+// The flags' values as given; strings for the enumerations, parsed below with plan's own words.
+struct PlanFlags {
+  std::string preset, ledger, optimizer = "adamw", mixed = "bf16", dtype = "f32", grad_accum = "bf16",
+                          master = "fp32", attention = "naive", zero = "0", fsdp = "no_shard";
+  u64 layers = 4, hidden = 128, heads = 4, seq = 64, vocab = 256, params = 0, micro_batch = 1;
+  u64 dp = 1, ranks_per_node = 0, accum = 1;
+  double momentum = 0.9, intra_gbps = 300, inter_gbps = 25;
+};
+
+void define(Flags& f, PlanFlags& v) {
+  f.group("Model (the trainer's GPT by default)");
+  f.choice("--preset", v.preset, {"7b", "70b"}, "the chapter's examples (fixes the model; --seq and --micro-batch may be added)");
+  f.add("--layers", v.layers, "transformer blocks L");
+  f.add("--hidden", v.hidden, "hidden size C");
+  f.add("--heads", v.heads, "attention heads a");
+  f.add("--seq", v.seq, "sequence length s");
+  f.add("--vocab", v.vocab, "vocabulary size V");
+  f.add("--params", v.params, "a raw parameter count Ψ (e.g. 7e9) instead of the dims");
+  f.add("--micro-batch", v.micro_batch, "micro-batch b of the activation estimate");
+  f.group("Recipe (the chapter's by default)");
+  f.choice("--optimizer", v.optimizer, {"adamw", "sgd", "adam8bit"}, "optimizer (adam8bit: plan only)");
+  f.add("--momentum", v.momentum, "SGD momentum, in [0, 1); 0 keeps no state");
+  f.choice("--mixed", v.mixed, {"none", "bf16"}, "mixed precision");
+  f.choice("--dtype", v.dtype, {"f32", "f64"}, "compute type (f64 alone means pure f64)");
+  f.choice("--grad-accum-dtype", v.grad_accum, {"bf16", "fp32"}, "gradient storage with mixed bf16");
+  f.choice("--master", v.master, {"fp32", "none"}, "master weights with mixed bf16");
+  f.choice("--attention", v.attention, {"naive", "flash"}, "attention kernel of the activation estimate");
+  f.group("Data-parallel layout (with --dp)");
+  f.add("--dp", v.dp, "data-parallel ranks N");
+  f.choice("--zero", v.zero, {"0", "1", "2", "3"}, "ZeRO stage");
+  f.choice("--fsdp", v.fsdp, {"full", "grad_op", "no_shard", "hybrid"}, "FSDP strategy (instead of --zero)");
+  f.add("--ranks-per-node", v.ranks_per_node, "ranks per node K (default 8 with --preset)");
+  f.add("--accum", v.accum, "micro-batches per optimizer step A");
+  f.add("--intra-gbps", v.intra_gbps, "intra-node link speed in GB/s");
+  f.add("--inter-gbps", v.inter_gbps, "inter-node link speed in GB/s");
+  f.group("Check a run");
+  f.add("--ledger", v.ledger, "RUN/ledger.json: measured vs formula, every rank (exit 1 on any difference)");
+}
+
+// --dp and the flags that only mean something with it (claims C7–C16).
+void sharding_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
+  auto has = [&](const char* n) { return f.given(n); };
+  if (!has("--dp")) {
+    for (const char* n : {"--zero", "--fsdp", "--ranks-per-node", "--accum", "--intra-gbps", "--inter-gbps"})
+      if (has(n)) throw Fail{std::string(n) + " needs --dp N"};
+    return;
+  }
+  o.sharding = true;
+  ShardingRequest& q = o.dp;
+  Layout& l = q.layout;
+  constexpr u64 kMaxDp = 1u << 20;
+  if (v.dp < 1 || v.dp > kMaxDp) throw Fail{"--dp expects an integer in [1, 1048576]"};
+  l.dp = v.dp;
+  if (has("--zero") && has("--fsdp")) throw Fail{"--zero and --fsdp both pick the strategy; give one"};
+  q.chosen_by = "default (--zero 0)";
+  if (has("--zero")) {
+    parse_zero_stage(v.zero, &l.strategy);
+    q.chosen_by = "--zero " + v.zero;
+  }
+  if (has("--fsdp")) {
+    parse_fsdp(v.fsdp, &l.strategy);
+    q.chosen_by = "--fsdp " + v.fsdp;
+  }
+  if (has("--ranks-per-node")) {
+    if (v.ranks_per_node < 1 || v.ranks_per_node > kMaxDp) throw Fail{"--ranks-per-node expects an integer in [1, 1048576]"};
+    l.ranks_per_node = v.ranks_per_node;
+    q.nodes_given = true;
+  } else if (o.preset_given) {
+    l.ranks_per_node = 8;  // the chapter's 8-GPU nodes
+    q.nodes_given = true;
+  }
+  if (v.accum < 1 || v.accum > 1000000) throw Fail{"--accum expects an integer in [1, 1000000]"};
+  l.accum = v.accum;
+  for (const auto& [name, value] : {std::pair{"--intra-gbps", v.intra_gbps}, std::pair{"--inter-gbps", v.inter_gbps}})
+    if (!(value > 0 && value < 1e12)) throw Fail{std::string(name) + " expects a positive number of GB/s"};
+  q.intra_gbps = v.intra_gbps;
+  q.inter_gbps = v.inter_gbps;
+  if (l.strategy == Strategy::hybrid && !l.ranks_per_node) throw Fail{"--fsdp hybrid needs --ranks-per-node K"};
+  if (const std::string why = layout_error(l); !why.empty()) throw Fail{why};
+  // Keep every comm byte count exact in 64 bits: ZeRO-3/hybrid send up to (3A + 2)·Ψ_pad·8 bytes.
+  if ((o.psi() + (long double)l.dp) * 8.0L * (3.0L * l.accum + 2) > 1e18L)
+    throw Fail{"sizes too large for exact 64-bit byte counts"};
+}
+
+PlanRequest request(const Flags& f, const PlanFlags& v) {
+  auto has = [&](const char* n) { return f.given(n); };
+  PlanRequest o;
+  if (has("--preset")) {
+    o.preset_given = true;
+    find_preset(v.preset, &o.preset);
+    for (const char* n : {"--layers", "--hidden", "--heads", "--vocab", "--params"})
+      if (has(n)) throw Fail{std::string("--preset fixes the model; drop ") + n};
+    o.act = o.preset.act;
+  }
+  for (const auto& [name, value] : {std::pair{"--layers", v.layers}, std::pair{"--hidden", v.hidden},
+                                    std::pair{"--heads", v.heads}, std::pair{"--seq", v.seq},
+                                    std::pair{"--vocab", v.vocab}, std::pair{"--micro-batch", v.micro_batch}})
+    if (value < 1) throw Fail{std::string(name) + " must be a positive integer"};
+  if (has("--params") && v.params < 1) throw Fail{"--params must be a positive integer"};
+  o.gpt = {v.vocab, v.seq, v.hidden, v.layers};
+  if (has("--heads")) o.act.heads = v.heads;
+  if (has("--seq") || !o.preset_given) o.act.seq = v.seq;
+  if (has("--micro-batch") || !o.preset_given) o.act.micro_batch = v.micro_batch;
+  if (!o.preset_given) o.act.heads = v.heads;
+  o.params = v.params;
+  parse_optimizer(v.optimizer, &o.recipe.optimizer);
+  parse_mixed(v.mixed, &o.recipe.mixed);
+  parse_dtype(v.dtype, &o.recipe.dtype);
+  parse_grad_accum(v.grad_accum, &o.recipe.grad_accum);
+  parse_master(v.master, &o.recipe.master);
+  parse_attention(v.attention, &o.attention);
+  if (has("--dtype") && o.recipe.dtype == Dtype::f64) {  // bf16 mixed precision computes in f32
+    if (has("--mixed") && o.recipe.mixed == Mixed::bf16) throw Fail{"--mixed bf16 computes in f32; drop --dtype f64"};
+    o.recipe.mixed = Mixed::none;
+  }
+  if (!(v.momentum >= 0.0 && v.momentum < 1.0)) throw Fail{"--momentum expects a number in [0, 1)"};
+  o.recipe.momentum = v.momentum;
+  if (!o.preset_given) {
+    o.gpt.seq = o.act.seq;  // positions = the sequence the activations use
+    o.act.hidden = o.gpt.hidden;
+    o.act.layers = o.gpt.layers;
+    if (o.act.hidden % o.act.heads != 0)
+      throw Fail{"--heads " + std::to_string(o.act.heads) + " does not divide --hidden " + std::to_string(o.act.hidden)};
+  }
+  // Keep every byte count exact in 64 bits.
+  const ActivationDims& d = o.act;
+  const long double s = d.seq, big = 1e18L;
+  const long double act = d.layers * (34.0L * s * d.micro_batch * d.hidden + 5.0L * d.heads * s * s * d.micro_batch);
+  const long double gpt = (long double)o.gpt.hidden * o.gpt.hidden * (12.0L * o.gpt.layers + 4) +
+                          (long double)o.gpt.hidden * (o.gpt.vocab * 2.0L + s);
+  if (act > big || 32.0L * std::max<long double>(gpt, o.params) > big) throw Fail{"sizes too large for exact 64-bit byte counts"};
+  sharding_request(f, v, o);
+  return o;
+}
+
+}  // namespace
+
+int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  PlanFlags v;
+  Flags flags("shardlab plan",
+              "The chapter's memory and communication formulas (1 GB = 1e9 bytes) for a preset, the trainer's GPT dims "
+              "or a parameter count; --ledger checks a run against them.");
+  define(flags, v);
+  ParseResult r = flags.parse(args);
+  if (r.kind == ParseResult::help) {
+    out << flags.help();
+    return 0;
+  }
+  try {
+    if (r.kind == ParseResult::error) throw Fail{r.message};
+    if (flags.given("--ledger")) {
+      for (const char* n : {"--preset", "--layers", "--hidden", "--heads", "--seq", "--vocab", "--params", "--micro-batch",
+                            "--optimizer", "--momentum", "--mixed", "--dtype", "--grad-accum-dtype", "--master",
+                            "--attention", "--dp", "--zero", "--fsdp", "--ranks-per-node", "--accum", "--intra-gbps",
+                            "--inter-gbps"})
+        if (flags.given(n)) throw Fail{std::string("--ledger takes the recipe and params from the ledger; drop ") + n};
+      return run_ledger(v.ledger, out, err);
+    }
+    print_plan(out, request(flags, v));
+    return 0;
+  } catch (const Fail& f) {
+    err << "shardlab plan: error: " << f.message << " (shardlab plan --help lists the flags)\n";
+    return 2;
+  }
+}
+
+}  // namespace plan
+
+int plan_command(const CommandArgs& args, const Runtime& rt) {
+  return rt.is_root() ? plan::plan_run(args, std::cout, std::cerr) : 0;
+}
+
+}  // namespace shardlab

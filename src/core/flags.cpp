@@ -1,0 +1,254 @@
+// Flags on CLI11 (see flags.h). CLI11 reads every value into a string; after parsing, each flag that
+// was given is converted by our own parser, so every command accepts and refuses numbers alike.
+#include "core/flags.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace shardlab {
+
+std::string exact_number(double v) {
+  char buf[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+namespace {
+
+// "" or why the text is not a value of the kind.
+std::string to_int(const std::string& s, int lo, int hi, int& out) {
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end || errno) return "expects an integer, got '" + s + "'";
+  if (v < lo || v > hi) return "expects an integer in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + s;
+  out = static_cast<int>(v);
+  return "";
+}
+
+// Also accepts integers in scientific notation ("7e9"), as parameter counts are written.
+std::string to_u64(const std::string& s, uint64_t& out) {
+  const std::string why = "expects a non-negative integer, got '" + s + "'";
+  if (s.empty() || s.find('-') != std::string::npos) return why;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (*end == '.' || *end == 'e' || *end == 'E') {
+    long double x = std::strtold(s.c_str(), &end);
+    if (*end || !(x >= 0) || x > 1.8e19L || x != std::floor(x)) return why;
+    v = static_cast<unsigned long long>(x);
+  } else if (*end || errno) {
+    return why;
+  }
+  out = v;
+  return "";
+}
+
+std::string to_double(const std::string& s, double& out) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end || errno == ERANGE || !std::isfinite(v)) return "expects a finite number, got '" + s + "'";
+  out = v;
+  return "";
+}
+
+std::string quoted(const std::string& s) {
+  const char q = s.find('"') == std::string::npos ? '"' : '\'';  // TOML: basic or literal string
+  return q + s + q;
+}
+
+// --config: a regular file that can be read (never a device, FIFO or directory).
+std::string readable_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "'" + path + "' does not exist";
+  if (!S_ISREG(st.st_mode)) return "'" + path + "' is not a regular file";
+  if (::access(path.c_str(), R_OK) != 0) return "'" + path + "' cannot be read";
+  return "";
+}
+
+}  // namespace
+
+struct Flags::Binding {
+  enum Kind { i32, u64, f64, text, choice, toggle } kind;
+  std::string name, group;
+  void* field;
+  std::vector<std::string> choices;
+  int lo = 0, hi = 0;
+  std::string raw;  // what CLI11 read
+  bool on = false;  // toggles
+  CLI::Option* option = nullptr;
+
+  std::string value_text() const {
+    switch (kind) {
+      case i32: return std::to_string(*static_cast<int*>(field));
+      case u64: return std::to_string(*static_cast<uint64_t*>(field));
+      case f64: return exact_number(*static_cast<double*>(field));
+      case toggle: return *static_cast<bool*>(field) ? "true" : "false";
+      default: return *static_cast<std::string*>(field);
+    }
+  }
+  std::string convert() {  // "" or the error sentence
+    std::string why;
+    switch (kind) {
+      case i32: why = to_int(raw, lo, hi, *static_cast<int*>(field)); break;
+      case u64: why = to_u64(raw, *static_cast<uint64_t*>(field)); break;
+      case f64: why = to_double(raw, *static_cast<double*>(field)); break;
+      case text: *static_cast<std::string*>(field) = raw; break;
+      case toggle: *static_cast<bool*>(field) = on; break;
+      case choice: {
+        std::string all;
+        for (const std::string& c : choices) {
+          if (c == raw) { *static_cast<std::string*>(field) = raw; return ""; }
+          all += (all.empty() ? "" : "|") + c;
+        }
+        why = "expects one of " + all + ", got '" + raw + "'";
+      }
+    }
+    return why.empty() ? why : name + " " + why;
+  }
+};
+
+struct Flags::Impl {
+  CLI::App app;
+  std::string group = "Options";
+  std::vector<std::unique_ptr<Binding>> bindings;
+  CLI::Option* config = nullptr;
+  Impl(const std::string& command, const std::string& description) : app(description, command) {}
+
+  Binding& bind(Binding::Kind kind, const std::string& name, void* field, const std::string& help,
+                const std::string& type) {
+    bindings.push_back(std::make_unique<Binding>());
+    Binding& b = *bindings.back();
+    b.kind = kind;
+    b.name = name;
+    b.group = group;
+    b.field = field;
+    if (kind == Binding::toggle) {
+      b.option = app.add_flag(name, b.on, help);
+    } else {
+      b.option = app.add_option(name, b.raw, help);
+      b.option->type_name(type)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one given wins
+    }
+    b.option->group(group);
+    return b;
+  }
+};
+
+Flags::Flags(const std::string& command, const std::string& description)
+    : impl_(std::make_unique<Impl>(command, description)) {
+  impl_->app.allow_config_extras(CLI::config_extras_mode::error);
+  impl_->app.get_formatter()->column_width(34);
+}
+Flags::~Flags() = default;
+
+void Flags::group(const std::string& heading) { impl_->group = heading; }
+
+void Flags::add(const std::string& name, int& v, const std::string& help, int lo, int hi) {
+  Binding& b = impl_->bind(Binding::i32, name, &v, help, "INT");
+  b.lo = lo;
+  b.hi = hi;
+  b.option->default_str(b.value_text());
+}
+void Flags::add(const std::string& name, uint64_t& v, const std::string& help) {
+  Binding& b = impl_->bind(Binding::u64, name, &v, help, "UINT");
+  b.option->default_str(b.value_text());
+}
+void Flags::add(const std::string& name, double& v, const std::string& help) {
+  Binding& b = impl_->bind(Binding::f64, name, &v, help, "NUMBER");
+  b.option->default_str(b.value_text());
+}
+void Flags::add(const std::string& name, std::string& v, const std::string& help, const std::string& type) {
+  Binding& b = impl_->bind(Binding::text, name, &v, help, type);
+  if (!v.empty()) b.option->default_str(v);
+}
+void Flags::choice(const std::string& name, std::string& v, const std::vector<std::string>& choices,
+                   const std::string& help) {
+  std::string type;
+  for (const std::string& c : choices) type += (type.empty() ? "" : "|") + c;
+  Binding& b = impl_->bind(Binding::choice, name, &v, help, type);
+  b.choices = choices;
+  b.option->default_str(v);
+}
+void Flags::flag(const std::string& name, bool& v, const std::string& help) {
+  impl_->bind(Binding::toggle, name, &v, help, "");
+}
+
+void Flags::positional(const std::string& name, std::vector<std::string>& v, const std::string& help, int min,
+                       int max) {
+  CLI::Option* o = impl_->app.add_option(name, v, help)->expected(min, max);
+  if (min > 0) o->required();
+}
+
+void Flags::config_file(const std::string& name, const std::string& help) {
+  impl_->config = impl_->app.set_config(name, "", help);
+  impl_->config->type_name("FILE")->group(impl_->group);
+  impl_->config->check(CLI::Validator(readable_regular_file, "", "regular file"));
+}
+
+ParseResult Flags::parse(const std::vector<std::string>& args) {
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last-first
+  try {
+    impl_->app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    return {ParseResult::help, ""};
+  } catch (const CLI::CallForAllHelp&) {
+    return {ParseResult::help, ""};
+  } catch (const CLI::ParseError& e) {
+    return {ParseResult::error, e.what()};
+  }
+  for (auto& b : impl_->bindings)
+    if (b->option->count() > 0)
+      if (std::string why = b->convert(); !why.empty()) return {ParseResult::error, why};
+  return {};
+}
+
+std::string Flags::help() const { return impl_->app.help(); }
+
+bool Flags::given(const std::string& name) const {
+  for (const auto& b : impl_->bindings)
+    if (b->name == name) return b->option->count() > 0;
+  return false;
+}
+
+std::string Flags::to_toml() const {
+  std::ostringstream o;
+  std::string group;
+  for (const auto& b : impl_->bindings) {
+    if (b->group != group) {
+      group = b->group;
+      o << "\n# " << group << "\n";
+    }
+    const std::string key = b->name.substr(b->name.find_first_not_of('-'));
+    const bool is_text = b->kind == Binding::text || b->kind == Binding::choice;
+    o << key << " = " << (is_text ? quoted(b->value_text()) : b->value_text()) << "\n";
+  }
+  return o.str();
+}
+
+nlohmann::json Flags::to_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& b : impl_->bindings) {
+    const std::string key = b->name.substr(b->name.find_first_not_of('-'));
+    switch (b->kind) {
+      case Binding::i32: j[key] = *static_cast<int*>(b->field); break;
+      case Binding::u64: j[key] = *static_cast<uint64_t*>(b->field); break;
+      case Binding::f64: j[key] = *static_cast<double*>(b->field); break;
+      case Binding::toggle: j[key] = *static_cast<bool*>(b->field); break;
+      default: j[key] = *static_cast<std::string*>(b->field);
+    }
+  }
+  return j;
+}
+
+}  // namespace shardlab

@@ -1,0 +1,72 @@
+// Command-line flags bound to fields, with CLI11 underneath (only flags.cpp includes it). One Flags
+// object describes one command: its flags in help groups, their defaults (the fields' values when
+// added), an optional --config FILE (TOML) and positional arguments. Parsing is CLI11's — unknown
+// flags, missing values, `--name=value`, --help with groups; a flag given twice takes the last value —
+// and converting a value
+// is ours, the same for every command: integers within a range, doubles finite (NaN and Inf are
+// refused) and exact (strtod, never through long double), unsigned integers never negative, choices
+// from a list. The same object writes every flag's current value back out exactly (to_toml, to_json),
+// so a run's resolved configuration can be read again and reproduce it.
+// Leaves out: subcommands (main.cpp dispatches on the first word), short flags, environment variables.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace shardlab {
+
+// What parse() found: run the command, print its help, or report one error sentence.
+struct ParseResult {
+  enum Kind { run, help, error } kind = run;
+  std::string message;  // the error, naming the flag
+};
+
+class Flags {
+ public:
+  Flags(const std::string& command, const std::string& description);  // command: e.g. "shardlab train"
+  ~Flags();
+  Flags(const Flags&) = delete;
+  Flags& operator=(const Flags&) = delete;
+
+  // Flags added from now on are listed under this heading in --help.
+  void group(const std::string& heading);
+
+  void add(const std::string& name, int& v, const std::string& help, int lo = std::numeric_limits<int>::min(),
+           int hi = std::numeric_limits<int>::max());
+  void add(const std::string& name, uint64_t& v, const std::string& help);
+  void add(const std::string& name, double& v, const std::string& help);  // finite numbers only
+  void add(const std::string& name, std::string& v, const std::string& help, const std::string& type = "TEXT");
+  void choice(const std::string& name, std::string& v, const std::vector<std::string>& choices,
+              const std::string& help);
+  void flag(const std::string& name, bool& v, const std::string& help);  // a switch: given = true
+  // Positional arguments (in order), between min and max of them.
+  void positional(const std::string& name, std::vector<std::string>& v, const std::string& help, int min,
+                  int max);
+  // --config FILE: flags read from a TOML file (key = value, the flag names without "--"); flags on the
+  // command line override it. The file must be a regular, readable file; unknown keys are errors.
+  void config_file(const std::string& name, const std::string& help);
+
+  ParseResult parse(const std::vector<std::string>& args);
+  std::string help() const;
+  // Was the flag on the command line or in the config file? (name with "--")
+  bool given(const std::string& name) const;
+
+  // Every flag (not positionals, not --config) with its current value, in the order added.
+  std::string to_toml() const;  // "# heading" comments between groups, strings quoted
+  nlohmann::json to_json() const;
+
+ private:
+  struct Binding;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The shortest decimal text that reads back as exactly v ("0.004", not "0.0040000000000000001").
+std::string exact_number(double v);
+
+}  // namespace shardlab

@@ -1,0 +1,52 @@
+// Checkpoint directory protocol: one directory per saved step, a `latest` pointer replaced last,
+// and a meta.json that records each file's sha256 and size so a load refuses damaged data.
+//
+//   DIR/latest                   "step_000040\n" (replaced atomically, after everything else)
+//   DIR/step_000040/meta.json    caller's meta + format_version, step, files{name: {sha256, bytes}}
+//   DIR/step_000040/model.safetensors, optimizer.safetensors, ...
+//
+// A crash at any point leaves the previous checkpoint loadable: files are written into
+// step_NNNNNN.tmp/ and renamed to step_NNNNNN/ only when complete. Leaves out: what the tensors
+// are (the trainer decides), retention of old steps, and coordination between MPI ranks (exactly
+// one process saves into a DIR at a time). See docs/checkpoint_format.md.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/safetensors.h"
+
+namespace shardlab {
+
+constexpr int kCheckpointFormatVersion = 1;
+
+struct CheckpointFile {
+  std::string filename;  // e.g. "model.safetensors", "optimizer.safetensors"; no '/'
+  std::vector<TensorEntry> tensors;
+};
+
+// "step_000040": the step directory name (6-digit zero padding; wider steps just get longer).
+std::string step_dir_name(int64_t step);
+
+// Writes DIR/step_NNNNNN/ with each file and meta.json (= meta, an object or null, plus
+// format_version, step and files, which overwrite keys of the same name), then replaces
+// DIR/latest. Creates DIR if needed; replaces an existing step directory of the same step.
+// Returns the step directory path.
+std::string save_checkpoint(const std::string& dir, int64_t step, const std::vector<CheckpointFile>& files,
+                            const nlohmann::json& meta);
+
+struct LoadedCheckpoint {
+  std::string path;  // the step directory
+  nlohmann::json meta;
+  std::map<std::string, SafetensorsFile> files;  // by filename
+};
+
+// Accepts DIR (follows DIR/latest) or a step directory (contains meta.json). Verifies
+// format_version and every listed file's size and sha256 before parsing it; throws
+// std::runtime_error naming the path and the problem otherwise.
+LoadedCheckpoint load_checkpoint(const std::string& dir_or_step);
+
+}  // namespace shardlab

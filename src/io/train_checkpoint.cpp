@@ -1,0 +1,96 @@
+// Training checkpoints: model-state stores in and out of safetensors (see train_checkpoint.h).
+#include "io/train_checkpoint.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "io/checkpoint.h"
+
+namespace shardlab {
+
+namespace {
+
+template <class T>
+std::string store_dtype(const FlatStore<T>& s) {
+  if (s.is_bf16()) return "BF16";
+  return sizeof(T) == 8 ? "F64" : "F32";
+}
+
+std::string tensor_name(const std::string& kind, const std::string& name) {
+  return kind == "model" ? name : kind + "." + name;
+}
+
+}  // namespace
+
+template <class T>
+NamedStores<T> checkpoint_stores(ModelStates<T>& states) {
+  NamedStores<T> s{{"model", &states.params()}};
+  for (const auto& v : states.optimizer_states()) s.push_back({v.kind, v.store});
+  return s;
+}
+
+template <class T>
+std::string save_train_checkpoint(const std::string& dir, int64_t step, const TrainConfig& cfg,
+                                  const ParamLayout& layout, const NamedStores<T>& stores) {
+  CheckpointFile model{"model.safetensors", {}}, optim{"optimizer.safetensors", {}};
+  for (const auto& [kind, store] : stores) {
+    const std::string dt = store_dtype(*store);
+    if (store->begin() != 0 || store->size() < layout.total())
+      throw std::logic_error("save_train_checkpoint needs whole stores; gather shards first");
+    for (const TensorSpec& t : layout.tensors())
+      (kind == "model" ? model : optim)
+          .tensors.push_back({tensor_name(kind, t.name), dt, t.shape, store->raw(t.offset), t.numel * store->elem_bytes()});
+  }
+  nlohmann::json meta;
+  meta["config"] = cfg.to_json();
+  meta["params"] = layout.total();
+  meta["data_position"] = {{"step", step}, {"sampler", "rng(seed, \"data\", step)"}};
+  meta["rng"] = {{"seed", cfg.seed}, {"kind", "counter-based; a pure function of (seed, what, index)"}};
+  std::vector<CheckpointFile> files{model};
+  if (!optim.tensors.empty()) files.push_back(optim);
+  return save_checkpoint(dir, step, files, meta);
+}
+
+TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step) {
+  LoadedCheckpoint ck = load_checkpoint(dir_or_step);
+  if (!ck.meta.contains("config")) throw std::runtime_error("checkpoint " + ck.path + ": meta.json has no config");
+  if (step) *step = ck.meta.at("step").get<int64_t>();
+  return TrainConfig::from_json(ck.meta.at("config"));
+}
+
+template <class T>
+int64_t load_train_checkpoint(const std::string& dir_or_step, const ParamLayout& layout, const NamedStores<T>& stores) {
+  LoadedCheckpoint ck = load_checkpoint(dir_or_step);
+  std::vector<unsigned char> tensor;
+  for (const auto& [kind, store] : stores) {
+    const std::string file = kind == "model" ? "model.safetensors" : "optimizer.safetensors";
+    auto it = ck.files.find(file);
+    if (it == ck.files.end()) throw std::runtime_error("checkpoint " + ck.path + " has no " + file);
+    const SafetensorsFile& f = it->second;
+    const std::string dt = store_dtype(*store);
+    const size_t eb = store->elem_bytes();
+    for (const TensorSpec& t : layout.tensors()) {
+      const size_t lo = std::max(store->begin(), t.offset), hi = std::min(store->end(), t.offset + t.numel);
+      if (lo >= hi) continue;  // not in this rank's shard
+      const std::string name = tensor_name(kind, t.name);
+      if (f.has(name) && f.shape(name) != t.shape)
+        throw std::runtime_error("checkpoint " + ck.path + ": tensor " + name + " has another shape than this model's");
+      tensor.resize(t.numel * eb);
+      f.copy_to(name, dt, tensor.data(), tensor.size());
+      std::memcpy(store->raw(lo), tensor.data() + (lo - t.offset) * eb, (hi - lo) * eb);
+    }
+  }
+  return ck.meta.at("step").get<int64_t>();
+}
+
+template NamedStores<float> checkpoint_stores<float>(ModelStates<float>&);
+template NamedStores<double> checkpoint_stores<double>(ModelStates<double>&);
+template std::string save_train_checkpoint<float>(const std::string&, int64_t, const TrainConfig&, const ParamLayout&,
+                                                  const NamedStores<float>&);
+template std::string save_train_checkpoint<double>(const std::string&, int64_t, const TrainConfig&, const ParamLayout&,
+                                                   const NamedStores<double>&);
+template int64_t load_train_checkpoint<float>(const std::string&, const ParamLayout&, const NamedStores<float>&);
+template int64_t load_train_checkpoint<double>(const std::string&, const ParamLayout&, const NamedStores<double>&);
+
+}  // namespace shardlab

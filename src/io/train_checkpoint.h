@@ -1,0 +1,41 @@
+// What a training checkpoint holds and how the trainer writes and restores it:
+//   model.safetensors      the stored weights, one tensor per parameter (F32 | F64 | BF16)
+//   optimizer.safetensors  "<kind>.<name>" for kind in master, adam_m, adam_v, momentum
+//   meta.json              format version, step, the full train config, data position, checksums
+// Checkpoints are layout-independent: tensors are always whole. A sharded layout saves from full
+// copies it gathered, and loads by taking the slice of each tensor its stores cover.
+// The data position is the step: batches are a pure function of (seed, step) (data.h), so a
+// resumed run continues bit-identically. File layout and atomicity: checkpoint.h.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/param_layout.h"
+#include "core/flat_store.h"
+#include "optim/model_states.h"
+#include "train/train_config.h"
+
+namespace shardlab {
+
+// The stores a checkpoint reads from or writes into, by kind ("model" for the weights).
+template <class T>
+using NamedStores = std::vector<std::pair<std::string, FlatStore<T>*>>;
+
+template <class T>
+NamedStores<T> checkpoint_stores(ModelStates<T>& states);  // params + optimizer states, as stored
+
+// Saves full stores (begin 0, covering every tensor). Returns the step directory.
+template <class T>
+std::string save_train_checkpoint(const std::string& dir, int64_t step, const TrainConfig& cfg,
+                                  const ParamLayout& layout, const NamedStores<T>& stores);
+
+// Reads the config stored in a checkpoint (DIR or a step dir); throws with a clear message.
+TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step = nullptr);
+
+// Fills each store's range (full or a shard) from the checkpoint; returns its step. Throws on any mismatch.
+template <class T>
+int64_t load_train_checkpoint(const std::string& dir_or_step, const ParamLayout& layout, const NamedStores<T>& stores);
+
+}  // namespace shardlab

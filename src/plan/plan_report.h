@@ -1,0 +1,45 @@
+// plan/plan_report.h — what `shardlab plan` prints: the chapter's model-state tables (C1, C3), the recipes
+// side by side, activations per layer and for the whole model (C4, C5, C6), the data-parallel section
+// (plan/sharding_report.h) when a layout is given; and the measured-versus-formula check of a
+// trainer's ledger.json (plan/ledger_check.h). The command's flags live in cli/plan.cpp.
+//
+// Leaves out: TP/PP/CP/EP layouts.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "plan/activations.h"
+#include "plan/model_states.h"
+#include "plan/sharding_report.h"
+
+namespace shardlab::plan {
+
+// The chapter's examples. Model states use psi (the round number), activations use act.
+struct Preset {
+  std::string name;
+  std::uint64_t psi = 0;
+  ActivationDims act;
+};
+bool find_preset(const std::string& name, Preset* out);  // "7b" | "70b"
+
+// Everything a plan is printed from.
+struct PlanRequest {
+  bool preset_given = false;
+  Preset preset;
+  GptDims gpt;              // the project's GPT (without a preset)
+  ActivationDims act;
+  std::uint64_t params = 0; // --params, 0 if absent
+  Recipe recipe;
+  Attention attention = Attention::naive;
+  bool sharding = false;    // a data-parallel layout was given
+  ShardingRequest dp;
+  std::uint64_t psi() const { return preset_given ? preset.psi : (params ? params : gpt_param_count(gpt)); }
+};
+
+void print_plan(std::ostream& out, const PlanRequest& request);
+// Checks the ledger at `path` and prints the tables. 0 if everything matches, 1 if not, 2 if unreadable.
+int run_ledger(const std::string& path, std::ostream& out, std::ostream& err);
+
+}  // namespace shardlab::plan

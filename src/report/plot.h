@@ -1,0 +1,22 @@
+// Line plots as standalone SVG files (no libraries): loss curves of one or more runs, each run's
+// training curve solid and, for loss, its validation points dashed. `shardlab plot` draws runs
+// together; the trainer writes DIR/loss.svg at the end of every run with --out.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+struct Series {
+  std::string label;
+  std::vector<double> x, y;
+  bool dashed = false;
+  int color = 0;  // index into the palette
+};
+
+std::string svg_line_plot(const std::vector<Series>& series, const std::string& title, const std::string& xlabel,
+                          const std::string& ylabel);
+// The loss curves of runs (their loss.csv) as an SVG document.
+std::string plot_runs(const std::vector<std::string>& run_dirs, const std::string& metric);
+
+}  // namespace shardlab

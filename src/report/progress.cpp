@@ -1,0 +1,57 @@
+// Progress bar / lines and number formatting (see progress.h).
+#include "report/progress.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "report/format.h"
+
+namespace shardlab {
+
+Progress::Progress(const std::string& mode, int first, int total, double tokens_per_step)
+    : first_(first), total_(total), tokens_per_step_(tokens_per_step), start_(std::chrono::steady_clock::now()) {
+  bar_ = mode == "bar" || (mode == "auto" && isatty(STDOUT_FILENO));
+  quiet_ = mode == "none";
+  every_ = std::max(1, (total - first) / 10);
+}
+
+double Progress::elapsed_seconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+double Progress::tokens_per_second() const {
+  double s = elapsed_seconds();
+  return s > 0 ? (last_step_ - first_) * tokens_per_step_ / s : 0.0;
+}
+
+void Progress::step(int step, double loss, std::optional<double> val_loss) {
+  last_step_ = step;
+  if (val_loss) last_val_ = val_loss;
+  if (quiet_) return;
+  const double done = step - first_, left = total_ - step;
+  const double eta = done > 0 ? elapsed_seconds() / done * left : 0.0;
+  char val[32] = "";
+  if (last_val_) std::snprintf(val, sizeof val, "  val %.4f", *last_val_);
+  if (bar_) {
+    const int width = 24;
+    int filled = static_cast<int>(width * double(step) / total_);
+    std::string bar(filled, '#');
+    bar += std::string(width - filled, '.');
+    std::printf("\r[%s] step %d/%d  loss %.4f%s  %.0f tok/s  ETA %s  ", bar.c_str(), step, total_, loss, val,
+                tokens_per_second(), format_duration(eta).c_str());
+    std::fflush(stdout);
+  } else if (step == first_ + 1 || step % every_ == 0 || step == total_ || val_loss) {
+    std::printf("step %5d/%d  loss %.4f%s  %.0f tok/s  ETA %s\n", step, total_, loss, val, tokens_per_second(),
+                format_duration(eta).c_str());
+    std::fflush(stdout);
+  }
+}
+
+void Progress::finish() {
+  if (bar_ && !quiet_) std::printf("\n");
+}
+
+}  // namespace shardlab

@@ -1,0 +1,29 @@
+// Rank 0's view of a run: a live bar on a terminal (or plain lines in a log), with step, loss,
+// tokens/s and ETA, and a closing summary. Only rank 0 constructs one.
+#pragma once
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace shardlab {
+
+class Progress {
+ public:
+  // mode: auto | bar | lines | none. total: last step; first: the step training starts after.
+  Progress(const std::string& mode, int first, int total, double tokens_per_step);
+  void step(int step, double loss, std::optional<double> val_loss);
+  void finish();  // ends the bar line
+  double tokens_per_second() const;
+  double elapsed_seconds() const;
+
+ private:
+  bool bar_ = false, quiet_ = false;
+  int first_, total_, every_;
+  double tokens_per_step_;
+  int last_step_ = 0;
+  std::optional<double> last_val_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+
+}  // namespace shardlab

@@ -1,0 +1,90 @@
+// ledger.json, trace.json and the summary (see run_report.h).
+#include "report/run_report.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "report/format.h"
+
+namespace shardlab {
+
+namespace {
+
+// Collective: every rank's string, in rank order, on every rank.
+std::vector<std::string> gather_strings(const std::string& mine, Communicator& world) {
+  std::vector<uint64_t> lengths = world.all_gather_value<uint64_t>(mine.size());
+  std::vector<size_t> counts(lengths.begin(), lengths.end());
+  size_t total = 0, offset = 0;
+  for (size_t c : counts) total += c;
+  for (int r = 0; r < world.rank(); ++r) offset += counts[r];
+  std::string all(total, '\0');
+  std::copy(mine.begin(), mine.end(), all.begin() + offset);
+  if (world.size() > 1) world.all_gather(all.data(), counts);
+  std::vector<std::string> out;
+  offset = 0;
+  for (size_t c : counts) { out.push_back(all.substr(offset, c)); offset += c; }
+  return out;
+}
+
+}  // namespace
+
+void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params, const RunLayout& layout,
+                       const MemoryLedger& memory, const CommLedger& comm, const CommLedger& eval_comm,
+                       const CommLedger& checkpoint_comm, Communicator& world) {
+  nlohmann::json mine = {{"rank", world.rank()}, {"memory", memory.to_json()}, {"comm", comm.to_json()},
+                         {"comm_eval", eval_comm.to_json(200)}, {"comm_checkpoint", checkpoint_comm.to_json(200)}};
+  std::vector<std::string> all = gather_strings(mine.dump(), world);
+  if (world.rank() != 0) return;
+  nlohmann::json j;
+  j["world_size"] = world.size();
+  j["model"] = {{"params", params}, {"dtype", cfg.dtype}, {"mixed", cfg.mixed}, {"optimizer", cfg.optimizer},
+                {"grad_accum_dtype", cfg.grad_accum_dtype}, {"master", cfg.master}, {"momentum", cfg.momentum}};
+  j["layout"] = {{"dp", layout.dp}, {"strategy", strategy_name(layout.strategy)}, {"shard_group", layout.shard_group},
+                 {"ranks_per_node", layout.ranks_per_node}, {"padded_params", layout.padded_params},
+                 {"shard", layout.shard}, {"accum", layout.accum}, {"steps", layout.steps}, {"comm", cfg.comm}};
+  j["ranks"] = nlohmann::json::array();
+  for (const std::string& s : all) j["ranks"].push_back(nlohmann::json::parse(s));
+  std::ofstream(path) << j.dump(1) << "\n";
+}
+
+void write_trace_file(const std::string& path, const Trace& trace, Communicator& world) {
+  std::vector<std::string> all = gather_strings(trace.to_json_events(world.rank()), world);
+  if (world.rank() == 0) std::ofstream(path) << trace_document(all) << "\n";
+}
+
+void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layout, const MemoryLedger& memory,
+                   const CommLedger& comm, const Progress& progress, double last_loss, std::optional<double> last_val) {
+  std::printf("\n%zu params (%d layers, hidden %d, %d heads, seq %d), %s, %s", params, cfg.model.layers,
+              cfg.model.hidden, cfg.model.heads, cfg.model.seq, cfg.dtype.c_str(),
+              cfg.mixed == "bf16" ? "mixed bf16" : "no mixed precision");
+  if (layout.dp > 1) std::printf(", %s on %d data-parallel ranks", strategy_name(layout.strategy), layout.dp);
+  std::printf("\nfinal loss %.4f", last_loss);
+  if (last_val) std::printf("   val loss %.4f", *last_val);
+  std::printf("   %.0f tokens/s over %s\n", progress.tokens_per_second(),
+              format_duration(progress.elapsed_seconds()).c_str());
+  std::printf("memory (rank 0)      current        peak   bytes/param\n");
+  for (int i = 0; i < kMemCategories; ++i) {
+    Mem c = static_cast<Mem>(i);
+    if (memory.peak(c) == 0) continue;
+    std::printf("  %-12s %12s %12s", mem_name(c), format_bytes(memory.current(c)).c_str(),
+                format_bytes(memory.peak(c)).c_str());
+    if (i <= static_cast<int>(Mem::momentum)) std::printf("   %6.2f", double(memory.current(c)) / params);
+    std::printf("\n");
+  }
+  std::printf("  %-12s %12s %12s   %6.2f\n", "model states", format_bytes(memory.model_state_bytes()).c_str(), "",
+              double(memory.model_state_bytes()) / params);
+  const Axis dp = Axis::dp;
+  CommCall sent;  // the rings of the steps: not the loss / grad-norm scalars ("gather")
+  for (const char* op : {"reduce_scatter", "all_gather", "all_reduce"}) {
+    CommCall c = comm.total(op, &dp);
+    sent.sent_intra += c.sent_intra;
+    sent.sent_inter += c.sent_inter;
+  }
+  if (layout.dp > 1 && layout.steps > 0)
+    std::printf("communication (rank 0, dp axis): %s sent per step (%s intra-node, %s inter-node)\n",
+                format_bytes(double(sent.sent()) / layout.steps).c_str(),
+                format_bytes(double(sent.sent_intra) / layout.steps).c_str(),
+                format_bytes(double(sent.sent_inter) / layout.steps).c_str());
+}
+
+}  // namespace shardlab

@@ -1,0 +1,36 @@
+// What a run reports when it ends: ledger.json (every rank's memory and comm ledgers — training's
+// traffic under "comm", evaluation's under "comm_eval", checkpoint saving's under "comm_checkpoint" —
+// gathered to rank 0), trace.json (every
+// rank's timeline), and the closing summary rank 0 prints.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "comm/comm_ledger.h"
+#include "comm/process_grid.h"
+#include "comm/trace.h"
+#include "core/ledger.h"
+#include "parallel/data_parallel.h"
+#include "report/progress.h"
+#include "train/train_config.h"
+
+namespace shardlab {
+
+struct RunLayout {  // the layout facts ledger.json records and `plan --ledger` checks
+  Strategy strategy;
+  int dp, shard_group, ranks_per_node;
+  size_t padded_params, shard;
+  int accum, steps;
+};
+
+// Collective: gathers every rank's ledgers; rank 0 writes DIR/ledger.json.
+void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params, const RunLayout& layout,
+                       const MemoryLedger& memory, const CommLedger& comm, const CommLedger& eval_comm,
+                       const CommLedger& checkpoint_comm, Communicator& world);
+// Collective: gathers every rank's trace events; rank 0 writes DIR/trace.json.
+void write_trace_file(const std::string& path, const Trace& trace, Communicator& world);
+// Rank 0's closing summary.
+void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layout, const MemoryLedger& memory,
+                   const CommLedger& comm, const Progress& progress, double last_loss, std::optional<double> last_val);
+
+}  // namespace shardlab

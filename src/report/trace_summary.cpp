@@ -1,0 +1,97 @@
+// Trace summary (see trace_summary.h). Per rank: the union of compute intervals (cat "compute"),
+// the union of communication intervals (cat "comm": blocking calls on lane 0, rings in flight on
+// lane 1), their intersection (communication hidden behind compute) and the rest (exposed).
+#include "report/trace_summary.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+namespace shardlab {
+
+namespace {
+
+using Intervals = std::vector<std::pair<double, double>>;
+
+Intervals merge(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (const auto& iv : v) {
+    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
+    else out.push_back(iv);
+  }
+  return out;
+}
+
+double length(const Intervals& v) {
+  double s = 0;
+  for (const auto& iv : v) s += iv.second - iv.first;
+  return s;
+}
+
+double overlap(const Intervals& a, const Intervals& b) {  // both merged
+  double s = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const double lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
+    if (hi > lo) s += hi - lo;
+    (a[i].second < b[j].second) ? ++i : ++j;
+  }
+  return s;
+}
+
+}  // namespace
+
+int print_trace_summary(const std::string& run_dir) {
+  const std::string path = run_dir + "/trace.json";
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("cannot read " + path + " (train with --trace on --out " + run_dir + ")");
+  nlohmann::json doc = nlohmann::json::parse(f, nullptr, false);
+  if (doc.is_discarded() || !doc.contains("traceEvents")) throw std::runtime_error(path + " is not a trace.json");
+  struct Rank { Intervals compute, comm; std::vector<double> steps; };
+  std::map<std::string, Intervals> by_op;  // all ranks: op name → intervals (rank-offset so ranks don't merge)
+  Intervals all_compute;
+  std::map<int, Rank> ranks;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e.value("ph", "") != "X") continue;
+    const double b = e["ts"].get<double>(), d = e["dur"].get<double>();
+    Rank& r = ranks[e["pid"].get<int>()];
+    const std::string cat = e.value("cat", "");
+    const double shift = 1e12 * e["pid"].get<int>();  // lay ranks end to end so their intervals never meet
+    if (cat == "compute") { r.compute.push_back({b, b + d}); all_compute.push_back({shift + b, shift + b + d}); }
+    else if (cat == "comm") {
+      r.comm.push_back({b, b + d});
+      const std::string name = e.value("name", "");
+      by_op[name.substr(0, name.find(' '))].push_back({shift + b, shift + b + d});
+    }
+    else if (cat == "step") r.steps.push_back(d);
+  }
+  std::printf("%5s  %10s  %10s  %10s  %10s  %8s\n", "rank", "step ms", "compute ms", "comm ms", "exposed ms", "hidden");
+  double all_comm = 0, all_hidden = 0;
+  for (auto& [rank, r] : ranks) {
+    Intervals compute = merge(r.compute), comm = merge(r.comm);
+    const double c = length(comm), hidden = overlap(comm, compute);
+    double step = 0;
+    for (double s : r.steps) step += s;
+    const double steps = r.steps.empty() ? 1 : double(r.steps.size());
+    all_comm += c;
+    all_hidden += hidden;
+    std::printf("%5d  %10.2f  %10.2f  %10.2f  %10.2f  %7.1f%%\n", rank, step / steps / 1e3, length(compute) / steps / 1e3,
+                c / steps / 1e3, (c - hidden) / steps / 1e3, c > 0 ? 100 * hidden / c : 0.0);
+  }
+  std::printf("(per step; hidden = share of communication time that ran while the rank computed)\n");
+  std::printf("overall: %.1f%% of communication hidden behind compute\n", all_comm > 0 ? 100 * all_hidden / all_comm : 0.0);
+  const Intervals compute = merge(all_compute);
+  for (auto& [op, iv] : by_op) {
+    Intervals m = merge(iv);
+    const double len = length(m);
+    std::printf("  %-16s %9.2f ms in all, %5.1f%% hidden\n", op.c_str(), len / 1e3, len > 0 ? 100 * overlap(m, compute) / len : 0.0);
+  }
+  return 0;
+}
+
+}  // namespace shardlab

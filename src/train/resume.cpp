@@ -1,0 +1,47 @@
+// Resolving --resume (see resume.h).
+#include "train/resume.h"
+
+#include <filesystem>
+
+#include "io/train_checkpoint.h"
+
+namespace shardlab {
+
+std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cfg, int64_t& resume_step) {
+  TrainConfig ck = checkpoint_config(cfg.resume, &resume_step);
+  TrainConfig merged = ck;
+  const TrainConfig fresh;  // checkpoints hold whole tensors: the layout is the new run's to choose
+  merged.dp = fresh.dp;
+  merged.zero = fresh.zero;
+  merged.fsdp = fresh.fsdp;
+  merged.ranks_per_node = fresh.ranks_per_node;
+  std::string err = parse_train_args(args, merged);
+  if (!err.empty()) return err;
+  auto same = [&](bool eq, const char* flag) {
+    return eq ? std::string()
+              : std::string("--resume: ") + flag + " differs from the checkpoint's; a resumed run keeps the model states it saved";
+  };
+  const GPTConfig &m = merged.model, &c = ck.model;
+  for (const std::string& e :
+       {same(m.layers == c.layers && m.hidden == c.hidden && m.heads == c.heads && m.seq == c.seq && m.vocab == c.vocab,
+             "the model shape (--layers/--hidden/--heads/--seq/--vocab)"),
+        same(merged.dtype == ck.dtype && merged.mixed == ck.mixed && merged.grad_accum_dtype == ck.grad_accum_dtype &&
+                 merged.master == ck.master,
+             "the precision (--dtype/--mixed/--grad-accum-dtype/--master)"),
+        same(merged.optimizer == ck.optimizer && (merged.optimizer != "sgd" || (merged.momentum > 0) == (ck.momentum > 0)),
+             "--optimizer")})
+    if (!e.empty()) return e;
+  if (merged.steps <= resume_step)
+    return "--steps " + std::to_string(merged.steps) + " is not beyond the checkpoint's step " +
+           std::to_string(resume_step) + " (--steps counts the total)";
+  // Keep saving next to the checkpoint resumed from (DIR, or the parent of a step directory),
+  // wherever it was first written, unless --save is given now.
+  std::filesystem::path root(cfg.resume);
+  if (std::filesystem::exists(root / "meta.json")) root = root.parent_path();
+  merged.resume = cfg.resume;
+  merged.save = cfg.save.empty() ? root.string() : cfg.save;
+  cfg = merged;
+  return "";
+}
+
+}  // namespace shardlab

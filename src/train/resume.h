@@ -1,0 +1,19 @@
+// Resolving --resume: the run continues from the configuration its checkpoint saved, with the flags
+// given now on top of it — except the ones that define the model states (shape, precision, optimizer),
+// which must match what was saved. The layout (dp, ZeRO/FSDP, nodes) is the new run's to choose:
+// checkpoints hold whole tensors.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/train_config.h"
+
+namespace shardlab {
+
+// cfg.resume names the checkpoint; args are the command line. On success cfg is the resolved
+// configuration, resume_step the checkpoint's step, and the result "". Reads and verifies the
+// checkpoint (throws std::runtime_error on a damaged one); returns one sentence on a mismatch.
+std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cfg, int64_t& resume_step);
+
+}  // namespace shardlab

@@ -1,0 +1,64 @@
+// The run's outputs (see run_outputs.h).
+#include "train/run_outputs.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "io/checkpoint.h"
+#include "report/plot.h"
+
+namespace shardlab {
+
+RunOutputs::RunOutputs(const TrainConfig& cfg, int64_t resume_step, double tokens_per_step, Communicator& world,
+                       RunLedgers& ledgers, std::function<void(int64_t)> save_checkpoint)
+    : cfg_(cfg), resume_step_(resume_step), world_(world), ledgers_(ledgers), save_(std::move(save_checkpoint)),
+      root_(world.rank() == 0),
+      progress_(root_ ? cfg.progress : "none", static_cast<int>(resume_step), cfg.steps, tokens_per_step),
+      last_loss_(NAN) {}
+
+void RunOutputs::begin(const std::string& header) {
+  if (!root_) return;
+  std::printf("%s\n", header.c_str());
+  if (cfg_.out.empty()) return;
+  std::filesystem::create_directories(cfg_.out);
+  std::ofstream(cfg_.out + "/config.json") << cfg_.to_json().dump(2) << "\n";
+  std::ofstream(cfg_.out + "/config.toml") << cfg_.to_toml();
+  log_ = std::make_unique<LossLog>(cfg_.out + "/loss.csv", cfg_.dtype == "f64", static_cast<int>(resume_step_));
+}
+
+void RunOutputs::step_done(const StepStats& s) {
+  if (log_) log_->row(s.step, s.loss, s.grad_norm, s.lr, s.ms, s.val_loss);
+  progress_.step(s.step, s.loss, s.val_loss);
+  last_loss_ = s.loss;
+  if (s.val_loss) last_val_ = s.val_loss;
+  const bool due = (cfg_.save_every > 0 && s.step % cfg_.save_every == 0) || s.step == cfg_.steps;
+  if (cfg_.save.empty() || !due) return;
+  save_(s.step);
+  if (root_ && cfg_.progress != "none" && cfg_.save_every > 0 && s.step != cfg_.steps) {
+    progress_.finish();
+    std::printf("saved %s/%s\n", cfg_.save.c_str(), step_dir_name(s.step).c_str());
+  }
+}
+
+void RunOutputs::abandon() { progress_.finish(); }
+
+void RunOutputs::finish(const RunLayout& layout, size_t params) {
+  progress_.finish();
+  if (!cfg_.out.empty()) {
+    if (root_) std::ofstream(cfg_.out + "/loss.svg") << plot_runs({cfg_.out}, "loss");
+    write_ledger_file(cfg_.out + "/ledger.json", cfg_, params, layout, ledgers_.memory, ledgers_.comm,
+                      ledgers_.comm_eval, ledgers_.comm_checkpoint, world_);
+    if (ledgers_.trace.enabled()) write_trace_file(cfg_.out + "/trace.json", ledgers_.trace, world_);
+  }
+  if (!root_) return;
+  print_summary(cfg_, params, layout, ledgers_.memory, ledgers_.comm, progress_, last_loss_, last_val_);
+  if (!cfg_.out.empty())
+    std::printf("wrote %s/loss.csv, loss.svg, config.toml and ledger.json%s\n", cfg_.out.c_str(),
+                ledgers_.trace.enabled() ? (" and " + cfg_.out + "/trace.json (open in ui.perfetto.dev)").c_str() : "");
+  if (!cfg_.save.empty())
+    std::printf("checkpoint %s/latest -> %s\n", cfg_.save.c_str(), step_dir_name(cfg_.steps).c_str());
+}
+
+}  // namespace shardlab
