@@ -43,9 +43,9 @@ double gemm_gflops(int M, int N, int K) {
   }
   return best;
 }
-double gemm_gflops(bool f64, int M, int N, int K) { return f64 ? gemm_gflops<double>(M, N, K) : gemm_gflops<float>(M, N, K); }
-
-
+double gemm_gflops(bool f64, int M, int N, int K) {
+  return f64 ? gemm_gflops<double>(M, N, K) : gemm_gflops<float>(M, N, K);
+}
 
 // Seconds for cfg.steps training steps of T after one warm-up step, on random tokens.
 template <class T>
@@ -81,7 +81,8 @@ double time_steps(const TrainConfig& cfg, MemoryLedger& ledger) {
 int bench_command(const CommandArgs& args, const Runtime& rt) {
   TrainConfig cfg;
   cfg.steps = 5;
-  Flags flags("shardlab bench", "Training throughput (tokens/s, model GFLOP/s) against OpenBLAS's GEMM on this machine, one rank.");
+  Flags flags("shardlab bench",
+              "Training throughput (tokens/s, model GFLOP/s) against OpenBLAS's GEMM on this machine, one rank.");
   add_train_flags(flags, cfg);
   if (int rc = parse_command(flags, args, rt, "shardlab bench"); rc >= 0) return rc;
   if (!rt.is_root()) return 0;

@@ -22,7 +22,8 @@ int eval_command(const CommandArgs& args, const Runtime& rt) {
   if (int rc = parse_command(flags, args, rt, "shardlab eval"); rc >= 0) return rc;
   if (load.empty()) {
     if (rt.is_root())
-      std::fprintf(stderr, "shardlab eval: error: --load CKPT is required (a checkpoint directory or one of its step_NNNNNN)\n");
+      std::fprintf(
+          stderr, "shardlab eval: error: --load CKPT is required (a checkpoint directory or one of its step_NNNNNN)\n");
     return 2;
   }
   TrainConfig ck = checkpoint_config(load);

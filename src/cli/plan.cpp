@@ -22,8 +22,8 @@ struct Fail {
 
 // The flags' values as given; strings for the enumerations, parsed below with plan's own words.
 struct PlanFlags {
-  std::string preset, ledger, optimizer = "adamw", mixed = "bf16", dtype = "f32", grad_accum = "bf16",
-                          master = "fp32", attention = "naive", zero = "0", fsdp = "no_shard";
+  std::string preset, ledger, optimizer = "adamw", mixed = "bf16", dtype = "f32", grad_accum = "bf16", master = "fp32",
+                              attention = "naive", zero = "0", fsdp = "no_shard";
   u64 layers = 4, hidden = 128, heads = 4, seq = 64, vocab = 256, params = 0, micro_batch = 1;
   u64 dp = 1, ranks_per_node = 0, accum = 1;
   double momentum = 0.9, intra_gbps = 300, inter_gbps = 25;
@@ -31,7 +31,8 @@ struct PlanFlags {
 
 void define(Flags& f, PlanFlags& v) {
   f.group("Model (the trainer's GPT by default)");
-  f.choice("--preset", v.preset, {"7b", "70b"}, "the chapter's examples (fixes the model; --seq and --micro-batch may be added)");
+  f.choice("--preset", v.preset, {"7b", "70b"},
+           "the chapter's examples (fixes the model; --seq and --micro-batch may be added)");
   f.add("--layers", v.layers, "transformer blocks L");
   f.add("--hidden", v.hidden, "hidden size C");
   f.add("--heads", v.heads, "attention heads a");
@@ -84,7 +85,8 @@ void sharding_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
     q.chosen_by = "--fsdp " + v.fsdp;
   }
   if (has("--ranks-per-node")) {
-    if (v.ranks_per_node < 1 || v.ranks_per_node > kMaxDp) throw Fail{"--ranks-per-node expects an integer in [1, 1048576]"};
+    if (v.ranks_per_node < 1 || v.ranks_per_node > kMaxDp)
+      throw Fail{"--ranks-per-node expects an integer in [1, 1048576]"};
     l.ranks_per_node = v.ranks_per_node;
     q.nodes_given = true;
   } else if (o.preset_given) {
@@ -114,9 +116,9 @@ PlanRequest request(const Flags& f, const PlanFlags& v) {
       if (has(n)) throw Fail{std::string("--preset fixes the model; drop ") + n};
     o.act = o.preset.act;
   }
-  for (const auto& [name, value] : {std::pair{"--layers", v.layers}, std::pair{"--hidden", v.hidden},
-                                    std::pair{"--heads", v.heads}, std::pair{"--seq", v.seq},
-                                    std::pair{"--vocab", v.vocab}, std::pair{"--micro-batch", v.micro_batch}})
+  for (const auto& [name, value] :
+       {std::pair{"--layers", v.layers}, std::pair{"--hidden", v.hidden}, std::pair{"--heads", v.heads},
+        std::pair{"--seq", v.seq}, std::pair{"--vocab", v.vocab}, std::pair{"--micro-batch", v.micro_batch}})
     if (value < 1) throw Fail{std::string(name) + " must be a positive integer"};
   if (has("--params") && v.params < 1) throw Fail{"--params must be a positive integer"};
   o.gpt = {v.vocab, v.seq, v.hidden, v.layers};
@@ -142,7 +144,8 @@ PlanRequest request(const Flags& f, const PlanFlags& v) {
     o.act.hidden = o.gpt.hidden;
     o.act.layers = o.gpt.layers;
     if (o.act.hidden % o.act.heads != 0)
-      throw Fail{"--heads " + std::to_string(o.act.heads) + " does not divide --hidden " + std::to_string(o.act.hidden)};
+      throw Fail{"--heads " + std::to_string(o.act.heads) + " does not divide --hidden " +
+                 std::to_string(o.act.hidden)};
   }
   // Keep every byte count exact in 64 bits.
   const ActivationDims& d = o.act;
@@ -150,7 +153,8 @@ PlanRequest request(const Flags& f, const PlanFlags& v) {
   const long double act = d.layers * (34.0L * s * d.micro_batch * d.hidden + 5.0L * d.heads * s * s * d.micro_batch);
   const long double gpt = (long double)o.gpt.hidden * o.gpt.hidden * (12.0L * o.gpt.layers + 4) +
                           (long double)o.gpt.hidden * (o.gpt.vocab * 2.0L + s);
-  if (act > big || 32.0L * std::max<long double>(gpt, o.params) > big) throw Fail{"sizes too large for exact 64-bit byte counts"};
+  if (act > big || 32.0L * std::max<long double>(gpt, o.params) > big)
+    throw Fail{"sizes too large for exact 64-bit byte counts"};
   sharding_request(f, v, o);
   return o;
 }
@@ -171,10 +175,10 @@ int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   try {
     if (r.kind == ParseResult::error) throw Fail{r.message};
     if (flags.given("--ledger")) {
-      for (const char* n : {"--preset", "--layers", "--hidden", "--heads", "--seq", "--vocab", "--params", "--micro-batch",
-                            "--optimizer", "--momentum", "--mixed", "--dtype", "--grad-accum-dtype", "--master",
-                            "--attention", "--dp", "--zero", "--fsdp", "--ranks-per-node", "--accum", "--intra-gbps",
-                            "--inter-gbps"})
+      for (const char* n : {"--preset",           "--layers",      "--hidden",     "--heads",     "--seq",   "--vocab",
+                            "--params",           "--micro-batch", "--optimizer",  "--momentum",  "--mixed", "--dtype",
+                            "--grad-accum-dtype", "--master",      "--attention",  "--dp",        "--zero",  "--fsdp",
+                            "--ranks-per-node",   "--accum",       "--intra-gbps", "--inter-gbps"})
         if (flags.given(n)) throw Fail{std::string("--ledger takes the recipe and params from the ledger; drop ") + n};
       return run_ledger(v.ledger, out, err);
     }

@@ -6,8 +6,8 @@
 // bandwidth of each (the `make bench` comparison). Exits 1 if any check fails.
 
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 
@@ -27,15 +27,27 @@ double input(int r, size_t i) { return double(r + 1) + double(i % 7); }
 double expected_sum(int n_ranks, size_t i) { return n_ranks * (n_ranks + 1) / 2.0 + n_ranks * double(i % 7); }
 
 template <class E>
-E from_double(double v) { return static_cast<E>(v); }
+E from_double(double v) {
+  return static_cast<E>(v);
+}
 template <>
-bf16 from_double<bf16>(double v) { return to_bf16(float(v)); }
+bf16 from_double<bf16>(double v) {
+  return to_bf16(float(v));
+}
 template <class E>
-double to_double(E v) { return double(v); }
+double to_double(E v) {
+  return double(v);
+}
 template <>
-double to_double<bf16>(bf16 v) { return from_bf16(v); }
+double to_double<bf16>(bf16 v) {
+  return from_bf16(v);
+}
 
-struct RunResult { bool correct; double seconds; CommCall bytes; };
+struct RunResult {
+  bool correct;
+  double seconds;
+  CommCall bytes;
+};
 
 template <class E>
 RunResult run(Communicator& comm, CommLedger& ledger, size_t n, int repeat, CommImpl impl) {
@@ -70,9 +82,18 @@ int check(Communicator& comm, CommLedger& ledger, size_t n, int repeat, const ch
   const uint64_t esize = sizeof(E);
   const uint64_t sent_formula = (2 * n - c[r] - c[(r + 1) % N]) * esize;
   const uint64_t recv_formula = (2 * n - c[(r + N - 1) % N] - c[r]) * esize;
-  struct Row { uint64_t sent, recv, sent_f, recv_f; int ok; double t_ring, t_mpi; };
-  Row mine{ring.bytes.sent(), ring.bytes.recv(), sent_formula, recv_formula,
-           ring.correct && mpi.correct && ring.bytes.sent() == sent_formula, ring.seconds, mpi.seconds};
+  struct Row {
+    uint64_t sent, recv, sent_f, recv_f;
+    int ok;
+    double t_ring, t_mpi;
+  };
+  Row mine{ring.bytes.sent(),
+           ring.bytes.recv(),
+           sent_formula,
+           recv_formula,
+           ring.correct && mpi.correct && ring.bytes.sent() == sent_formula,
+           ring.seconds,
+           mpi.seconds};
   std::vector<uint64_t> sent = comm.all_gather_value(mine.sent), recv = comm.all_gather_value(mine.recv),
                         sent_f = comm.all_gather_value(mine.sent_f), recv_f = comm.all_gather_value(mine.recv_f);
   std::vector<int> ok = comm.all_gather_value(mine.ok);
@@ -102,8 +123,8 @@ int check(Communicator& comm, CommLedger& ledger, size_t n, int repeat, const ch
 
 int sweep(Communicator& comm, CommLedger& ledger, const std::vector<double>& sizes_mb, int repeat) {
   if (comm.rank() == 0)
-    std::printf("%10s  %14s  %14s  %8s   (bus bandwidth = 2(N-1)/N × payload / time, N = %d)\n", "payload",
-                "ring GB/s", "MPI GB/s", "ring/MPI", comm.size());
+    std::printf("%10s  %14s  %14s  %8s   (bus bandwidth = 2(N-1)/N × payload / time, N = %d)\n", "payload", "ring GB/s",
+                "MPI GB/s", "ring/MPI", comm.size());
   for (double mb : sizes_mb) {
     const size_t n = static_cast<size_t>(mb * 1e6 / sizeof(float));
     RunResult ring = run<float>(comm, ledger, n, repeat, CommImpl::ring);
@@ -113,8 +134,7 @@ int sweep(Communicator& comm, CommLedger& ledger, const std::vector<double>& siz
     for (double t : tr) wr = std::max(wr, t);
     for (double t : tm) wm = std::max(wm, t);
     const double bus = 2.0 * (comm.size() - 1) / comm.size() * double(n) * sizeof(float) / 1e9;
-    if (comm.rank() == 0)
-      std::printf("%7.0f MB  %14.2f  %14.2f  %8.2f\n", mb, bus / wr, bus / wm, wm / wr);
+    if (comm.rank() == 0) std::printf("%7.0f MB  %14.2f  %14.2f  %8.2f\n", mb, bus / wr, bus / wm, wm / wr);
     if (!ring.correct || !mpi.correct) return 1;
   }
   return 0;
@@ -126,7 +146,9 @@ int ring_command(const CommandArgs& args, const Runtime& rt) {
   uint64_t n = 1 << 20;
   int repeat = 3;
   std::string dtype = "f32", sizes;
-  Flags flags("shardlab ring", "The hand-written ring all-reduce against MPI's: closed-form sums, bytes vs formula, time (run under mpirun).");
+  Flags flags(
+      "shardlab ring",
+      "The hand-written ring all-reduce against MPI's: closed-form sums, bytes vs formula, time (run under mpirun).");
   flags.add("--elements", n, "payload elements");
   flags.choice("--dtype", dtype, {"f32", "f64", "bf16"}, "element type");
   flags.add("--repeat", repeat, "timed repetitions (the best counts)", 1, 1000000);
@@ -137,7 +159,9 @@ int ring_command(const CommandArgs& args, const Runtime& rt) {
   for (std::string item; std::getline(s, item, ',');) {
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end || !(v > 0 && v <= 4096)) throw std::invalid_argument("--sizes-mb expects sizes in MB in (0, 4096] separated by commas, got '" + sizes + "'");
+    if (item.empty() || *end || !(v > 0 && v <= 4096))
+      throw std::invalid_argument("--sizes-mb expects sizes in MB in (0, 4096] separated by commas, got '" + sizes +
+                                  "'");
     mb.push_back(v);
   }
   CommLedger ledger;

@@ -25,7 +25,7 @@ int sample_command(const CommandArgs& args, const Runtime& rt) {
   flags.add("--temperature", temperature, "sampling temperature (0: always the most likely byte)");
   flags.add("--seed", seed, "random seed of the sampling");
   if (int rc = parse_command(flags, args, rt, "shardlab sample"); rc >= 0) return rc;
-  std::string err = load.empty() ? "--load CKPT is required (a checkpoint directory or one of its step_NNNNNN)"
+  std::string err = load.empty()      ? "--load CKPT is required (a checkpoint directory or one of its step_NNNNNN)"
                     : temperature < 0 ? "--temperature must be ≥ 0"
                                       : "";
   if (!err.empty()) {

@@ -15,7 +15,8 @@ namespace shardlab {
 int swamping_command(const CommandArgs& args, const Runtime& rt) {
   double weight = 1.0, update = 1e-3;
   int steps_flag = 100;
-  Flags flags("shardlab swamping", "Why bf16 weights need an fp32 master copy (claim C2): one weight, many small updates.");
+  Flags flags("shardlab swamping",
+              "Why bf16 weights need an fp32 master copy (claim C2): one weight, many small updates.");
   flags.add("--weight", weight, "the weight's starting value");
   flags.add("--update", update, "what every step adds to it");
   flags.add("--steps", steps_flag, "how many updates", 1, 100000000);

@@ -60,17 +60,29 @@ nlohmann::json CommLedger::to_json(size_t max_calls) const {
   }
   nlohmann::json totals = nlohmann::json::array();
   for (const auto& [key, g] : groups)
-    totals.push_back({{"op", std::get<0>(key)}, {"axis", std::get<1>(key)}, {"impl", std::get<2>(key)},
-                      {"calls", g.first}, {"elements", g.second.elements}, {"sent_intra", g.second.sent_intra},
-                      {"sent_inter", g.second.sent_inter}, {"recv_intra", g.second.recv_intra},
+    totals.push_back({{"op", std::get<0>(key)},
+                      {"axis", std::get<1>(key)},
+                      {"impl", std::get<2>(key)},
+                      {"calls", g.first},
+                      {"elements", g.second.elements},
+                      {"sent_intra", g.second.sent_intra},
+                      {"sent_inter", g.second.sent_inter},
+                      {"recv_intra", g.second.recv_intra},
                       {"recv_inter", g.second.recv_inter}});
   nlohmann::json calls = nlohmann::json::array();
   size_t first = calls_.size() > max_calls ? calls_.size() - max_calls : 0;
   for (size_t i = first; i < calls_.size(); ++i) {
     const CommCall& c = calls_[i];
-    calls.push_back({{"seq", c.seq}, {"op", c.op}, {"axis", axis_name(c.axis)}, {"impl", c.impl},
-                     {"elements", c.elements}, {"elem_bytes", c.elem_bytes}, {"sent_intra", c.sent_intra},
-                     {"sent_inter", c.sent_inter}, {"recv_intra", c.recv_intra}, {"recv_inter", c.recv_inter}});
+    calls.push_back({{"seq", c.seq},
+                     {"op", c.op},
+                     {"axis", axis_name(c.axis)},
+                     {"impl", c.impl},
+                     {"elements", c.elements},
+                     {"elem_bytes", c.elem_bytes},
+                     {"sent_intra", c.sent_intra},
+                     {"sent_inter", c.sent_inter},
+                     {"recv_intra", c.recv_intra},
+                     {"recv_inter", c.recv_inter}});
   }
   return {{"totals", totals}, {"calls", calls}, {"calls_total", calls_.size()}, {"calls_kept", calls_.size() - first}};
 }

@@ -18,11 +18,12 @@ enum class Axis { world, dp, tp, pp, cp, ep };
 const char* axis_name(Axis a);
 
 struct CommCall {
-  uint64_t seq = 0;        // 0, 1, 2, … per rank, in call order
-  std::string op;          // reduce_scatter | all_gather | all_reduce | broadcast | all_to_all | send | recv | sendrecv | gather
+  uint64_t seq = 0;  // 0, 1, 2, … per rank, in call order
+  std::string
+      op;  // reduce_scatter | all_gather | all_reduce | broadcast | all_to_all | send | recv | sendrecv | gather
   Axis axis = Axis::world;
-  std::string impl;        // ring | mpi | p2p
-  uint64_t elements = 0;   // payload elements (the whole buffer of an all-reduce)
+  std::string impl;       // ring | mpi | p2p
+  uint64_t elements = 0;  // payload elements (the whole buffer of an all-reduce)
   uint64_t elem_bytes = 0;
   uint64_t sent_intra = 0, sent_inter = 0, recv_intra = 0, recv_inter = 0;  // bytes on this rank's links
   uint64_t sent() const { return sent_intra + sent_inter; }
@@ -33,8 +34,12 @@ class CommLedger {
  public:
   // Opens a record; the returned reference stays valid for the ledger's lifetime.
   CommCall& begin(const std::string& op, Axis axis, const std::string& impl, uint64_t elements, uint64_t elem_bytes);
-  static void add_send(CommCall& c, uint64_t bytes, bool inter_node) { (inter_node ? c.sent_inter : c.sent_intra) += bytes; }
-  static void add_recv(CommCall& c, uint64_t bytes, bool inter_node) { (inter_node ? c.recv_inter : c.recv_intra) += bytes; }
+  static void add_send(CommCall& c, uint64_t bytes, bool inter_node) {
+    (inter_node ? c.sent_inter : c.sent_intra) += bytes;
+  }
+  static void add_recv(CommCall& c, uint64_t bytes, bool inter_node) {
+    (inter_node ? c.recv_inter : c.recv_intra) += bytes;
+  }
 
   const std::deque<CommCall>& calls() const { return calls_; }
   // Totals over every call matching op and axis ("" / nullptr = any).

@@ -13,8 +13,8 @@
 namespace shardlab {
 
 using detail::InFlight;
-using detail::TypeOps;
 using detail::type_ops;
+using detail::TypeOps;
 
 const char* comm_impl_name(CommImpl impl) { return impl == CommImpl::ring ? "ring" : "mpi"; }
 
@@ -29,7 +29,8 @@ bool mpi_running() {
 std::vector<int> checked_nodes(std::vector<int> nodes, int size) {
   if (nodes.empty()) nodes.assign(size, 0);
   if (static_cast<int>(nodes.size()) != size) {
-    std::fprintf(stderr, "shardlab: error: node_of_member has %zu entries for a communicator of %d\n", nodes.size(), size);
+    std::fprintf(stderr, "shardlab: error: node_of_member has %zu entries for a communicator of %d\n", nodes.size(),
+                 size);
     abort_all(2);
   }
   return nodes;
@@ -82,7 +83,8 @@ Communicator Communicator::split(int color, int key, Axis axis) const {
 Communicator::~Communicator() { free_comm(); }
 
 void Communicator::free_comm() {
-  if (h_ && owned_ && h_->comm != MPI_COMM_NULL && h_->comm != MPI_COMM_WORLD && mpi_running()) MPI_Comm_free(&h_->comm);
+  if (h_ && owned_ && h_->comm != MPI_COMM_NULL && h_->comm != MPI_COMM_WORLD && mpi_running())
+    MPI_Comm_free(&h_->comm);
 }
 
 Communicator::Communicator(Communicator&& o) noexcept = default;
@@ -139,9 +141,12 @@ CommCall* Communicator::record(const char* op, size_t elements, size_t elem_byte
 
 std::string Communicator::trace_name(const char* op, size_t bytes) const {
   char size[32];
-  if (bytes >= 1000000) std::snprintf(size, sizeof size, "%.1f MB", bytes / 1e6);
-  else if (bytes >= 1000) std::snprintf(size, sizeof size, "%.1f kB", bytes / 1e3);
-  else std::snprintf(size, sizeof size, "%zu B", bytes);
+  if (bytes >= 1000000)
+    std::snprintf(size, sizeof size, "%.1f MB", bytes / 1e6);
+  else if (bytes >= 1000)
+    std::snprintf(size, sizeof size, "%.1f kB", bytes / 1e3);
+  else
+    std::snprintf(size, sizeof size, "%zu B", bytes);
   return std::string(op) + " " + axis_name(axis_) + " " + size;
 }
 
@@ -172,12 +177,21 @@ std::unique_ptr<InFlight> Communicator::start(Coll c, void* buf, const std::vect
   std::unique_ptr<InFlight> f;
   if (impl_ == CommImpl::mpi && size_ > 1) {
     auto b = c == Coll::reduce_scatter ? detail::Builtin::reduce_scatter
-             : c == Coll::all_gather  ? detail::Builtin::all_gather
-                                      : detail::Builtin::all_reduce;
+             : c == Coll::all_gather   ? detail::Builtin::all_gather
+                                       : detail::Builtin::all_reduce;
     f = detail::make_mpi_op(b, h_->comm, rank_, t, buf, counts, blocking);
   } else {  // the ring (with one member: no steps at all, no MPI call)
-    detail::RingSpec spec{h_->comm, rank_, size_, tag, &t, c != Coll::all_gather, c != Coll::reduce_scatter, rec,
-                          inter_node((rank_ + size_ - 1) % size_), inter_node((rank_ + 1) % size_), mem_};
+    detail::RingSpec spec{h_->comm,
+                          rank_,
+                          size_,
+                          tag,
+                          &t,
+                          c != Coll::all_gather,
+                          c != Coll::reduce_scatter,
+                          rec,
+                          inter_node((rank_ + size_ - 1) % size_),
+                          inter_node((rank_ + 1) % size_),
+                          mem_};
     f = detail::make_ring_op(spec, buf, counts);
   }
   f->what = std::string(op) + " on " + axis_name(axis_);
@@ -231,13 +245,15 @@ Communicator::Pending::Pending(std::unique_ptr<InFlight> op) : op_(std::move(op)
 Communicator::Pending::Pending(Pending&& o) noexcept = default;
 Communicator::Pending& Communicator::Pending::operator=(Pending&& o) noexcept {
   if (this != &o) {
-    if (op_ && !op_->done()) detail::spin_until([&] { return op_->done(); }, [&] { return op_->waiting_for(); }, op_->what);
+    if (op_ && !op_->done())
+      detail::spin_until([&] { return op_->done(); }, [&] { return op_->waiting_for(); }, op_->what);
     op_ = std::move(o.op_);
   }
   return *this;
 }
 Communicator::Pending::~Pending() {
-  if (op_ && !op_->done()) detail::spin_until([&] { return op_->done(); }, [&] { return op_->waiting_for(); }, op_->what);
+  if (op_ && !op_->done())
+    detail::spin_until([&] { return op_->done(); }, [&] { return op_->waiting_for(); }, op_->what);
 }
 bool Communicator::Pending::done() const { return !op_ || op_->done(); }
 
@@ -251,11 +267,11 @@ void Communicator::wait(Pending& p) {
   detail::spin_until([&] { return p.done(); }, [&] { return p.op_->waiting_for(); }, p.op_->what);
 }
 
-#define SHARDLAB_INSTANTIATE(T)                                                                   \
-  template void Communicator::reduce_scatter<T>(T*, const std::vector<size_t>&);                  \
-  template void Communicator::all_gather<T>(T*, const std::vector<size_t>&);                      \
-  template void Communicator::all_reduce<T>(T*, const std::vector<size_t>&);                      \
-  template void Communicator::all_reduce<T>(T*, size_t);                                          \
+#define SHARDLAB_INSTANTIATE(T)                                                                         \
+  template void Communicator::reduce_scatter<T>(T*, const std::vector<size_t>&);                        \
+  template void Communicator::all_gather<T>(T*, const std::vector<size_t>&);                            \
+  template void Communicator::all_reduce<T>(T*, const std::vector<size_t>&);                            \
+  template void Communicator::all_reduce<T>(T*, size_t);                                                \
   template Communicator::Pending Communicator::start_reduce_scatter<T>(T*, const std::vector<size_t>&); \
   template Communicator::Pending Communicator::start_all_gather<T>(T*, const std::vector<size_t>&);     \
   template Communicator::Pending Communicator::start_all_reduce<T>(T*, const std::vector<size_t>&);

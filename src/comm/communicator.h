@@ -36,8 +36,8 @@ const char* comm_impl_name(CommImpl impl);
 struct CommHandle;  // opaque: holds an MPI_Comm (src/comm/mpi_handle.h)
 
 namespace detail {
-struct TypeOps;   // element size, MPI datatype and the sum kernel of one element type
-class InFlight;   // one operation in flight (a ring collective or an MPI request)
+struct TypeOps;  // element size, MPI datatype and the sum kernel of one element type
+class InFlight;  // one operation in flight (a ring collective or an MPI request)
 }  // namespace detail
 
 // Node index of every world rank, from the machine's shared-memory domains (MPI_Comm_split_type SHARED),
@@ -81,25 +81,35 @@ class Communicator {
   // ---- Point to point (blocking). T in {float, double, bf16 (= uint16_t), int32_t, int64_t, uint64_t,
   // uint8_t, char}. User tags must lie in [0, kMaxUserTag]; the tags above are the collectives'.
   static constexpr int kMaxUserTag = 16383;
-  template <class T> void send(const T* buf, size_t n, int dst, int tag = 0);
-  template <class T> void recv(T* buf, size_t n, int src, int tag = 0);
-  template <class T> void sendrecv(const T* sbuf, size_t sn, int dst, T* rbuf, size_t rn, int src, int tag = 0);
+  template <class T>
+  void send(const T* buf, size_t n, int dst, int tag = 0);
+  template <class T>
+  void recv(T* buf, size_t n, int src, int tag = 0);
+  template <class T>
+  void sendrecv(const T* sbuf, size_t sn, int dst, T* rbuf, size_t rn, int src, int tag = 0);
 
   // ---- Collectives on a buffer cut into size() consecutive chunks: counts[r] elements belong to member r
   // (n = Σ counts; chunks may be unequal or empty; counts must be the same on every member). Reductions
   // are sums; bf16 is widened to float, added, and rounded to nearest even after EVERY addition.
-  template <class T> void reduce_scatter(T* buf, const std::vector<size_t>& counts);  // after: MY chunk = Σ over members (rest: unspecified)
-  template <class T> void all_gather(T* buf, const std::vector<size_t>& counts);      // before: my chunk valid; after: all chunks valid
-  template <class T> void all_reduce(T* buf, const std::vector<size_t>& counts);      // reduce_scatter + all_gather, one ledger record
-  template <class T> void all_reduce(T* buf, size_t n);                               // even chunks (first n % size get one more)
-  template <class T> void broadcast(T* buf, size_t n, int root);                      // ring pipeline from root (see p2p.cpp)
+  template <class T>
+  void reduce_scatter(T* buf,
+                      const std::vector<size_t>& counts);  // after: MY chunk = Σ over members (rest: unspecified)
+  template <class T>
+  void all_gather(T* buf, const std::vector<size_t>& counts);  // before: my chunk valid; after: all chunks valid
+  template <class T>
+  void all_reduce(T* buf, const std::vector<size_t>& counts);  // reduce_scatter + all_gather, one ledger record
+  template <class T>
+  void all_reduce(T* buf, size_t n);  // even chunks (first n % size get one more)
+  template <class T>
+  void broadcast(T* buf, size_t n, int root);  // ring pipeline from root (see p2p.cpp)
   // Chunk d of sbuf (scounts[d] elements) goes to member d; chunk s of rbuf (rcounts[s]) comes from member s.
   // sbuf and rbuf must not overlap; scounts[rank()] == rcounts[rank()].
-  template <class T> void all_to_all_v(const T* sbuf, const std::vector<size_t>& scounts, T* rbuf,
-                                       const std::vector<size_t>& rcounts);
+  template <class T>
+  void all_to_all_v(const T* sbuf, const std::vector<size_t>& scounts, T* rbuf, const std::vector<size_t>& rcounts);
   // One value from each member, in member order (ledger op "gather", so it never mixes with the
   // all_gather bytes that lessons compare with the formulas). The caller adds them in member order.
-  template <class T> std::vector<T> all_gather_value(T v);
+  template <class T>
+  std::vector<T> all_gather_value(T v);
   void barrier();  // no ledger record (no payload)
 
   // ---- Non-blocking ring collectives. start_* posts the first ring step and returns; progress() advances
@@ -112,16 +122,19 @@ class Communicator {
     Pending();
     Pending(Pending&& o) noexcept;
     Pending& operator=(Pending&& o) noexcept;  // waits for the operation it replaces
-    ~Pending();                                 // waits if still in flight: never leaves MPI writing into freed memory
-    bool done() const;                          // complete (or empty)
+    ~Pending();                                // waits if still in flight: never leaves MPI writing into freed memory
+    bool done() const;                         // complete (or empty)
    private:
     friend class Communicator;
     explicit Pending(std::unique_ptr<detail::InFlight> op);
     std::unique_ptr<detail::InFlight> op_;
   };
-  template <class T> Pending start_reduce_scatter(T* buf, const std::vector<size_t>& counts);
-  template <class T> Pending start_all_gather(T* buf, const std::vector<size_t>& counts);
-  template <class T> Pending start_all_reduce(T* buf, const std::vector<size_t>& counts);
+  template <class T>
+  Pending start_reduce_scatter(T* buf, const std::vector<size_t>& counts);
+  template <class T>
+  Pending start_all_gather(T* buf, const std::vector<size_t>& counts);
+  template <class T>
+  Pending start_all_reduce(T* buf, const std::vector<size_t>& counts);
   bool progress(Pending& p);
   void wait(Pending& p);
 

@@ -14,8 +14,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -165,7 +165,8 @@ void Scratch::reset() {
     auto& fl = free_list();
     fl.push_back({p_, cap_});
     if (fl.size() > 8) {  // keep the 8 largest
-      auto smallest = std::min_element(fl.begin(), fl.end(), [](const FreeBuffer& a, const FreeBuffer& b) { return a.cap < b.cap; });
+      auto smallest = std::min_element(fl.begin(), fl.end(),
+                                       [](const FreeBuffer& a, const FreeBuffer& b) { return a.cap < b.cap; });
       delete[] smallest->p;
       fl.erase(smallest);
     }

@@ -28,17 +28,28 @@ class MpiOp final : public InFlight {
     int total = mpi_count(n, "mpi collective");
     // Reduce-scatter IN_PLACE leaves member r's sum at the START of the buffer; the contract wants it at
     // chunk r's offset, so it is moved there at completion.
-    if (what == Builtin::reduce_scatter) { move_bytes_ = counts[rank] * t.bytes; move_to_ = displs_[rank] * t.bytes; }
+    if (what == Builtin::reduce_scatter) {
+      move_bytes_ = counts[rank] * t.bytes;
+      move_to_ = displs_[rank] * t.bytes;
+    }
     if (blocking) {
       switch (what) {
-        case Builtin::reduce_scatter: MPI_Reduce_scatter(MPI_IN_PLACE, buf, counts_.data(), t.type, t.sum_op(), comm); break;
-        case Builtin::all_gather: MPI_Allgatherv(MPI_IN_PLACE, 0, t.type, buf, counts_.data(), displs_.data(), t.type, comm); break;
+        case Builtin::reduce_scatter:
+          MPI_Reduce_scatter(MPI_IN_PLACE, buf, counts_.data(), t.type, t.sum_op(), comm);
+          break;
+        case Builtin::all_gather:
+          MPI_Allgatherv(MPI_IN_PLACE, 0, t.type, buf, counts_.data(), displs_.data(), t.type, comm);
+          break;
         case Builtin::all_reduce: MPI_Allreduce(MPI_IN_PLACE, buf, total, t.type, t.sum_op(), comm); break;
       }
     } else {
       switch (what) {
-        case Builtin::reduce_scatter: MPI_Ireduce_scatter(MPI_IN_PLACE, buf, counts_.data(), t.type, t.sum_op(), comm, &req_); break;
-        case Builtin::all_gather: MPI_Iallgatherv(MPI_IN_PLACE, 0, t.type, buf, counts_.data(), displs_.data(), t.type, comm, &req_); break;
+        case Builtin::reduce_scatter:
+          MPI_Ireduce_scatter(MPI_IN_PLACE, buf, counts_.data(), t.type, t.sum_op(), comm, &req_);
+          break;
+        case Builtin::all_gather:
+          MPI_Iallgatherv(MPI_IN_PLACE, 0, t.type, buf, counts_.data(), displs_.data(), t.type, comm, &req_);
+          break;
         case Builtin::all_reduce: MPI_Iallreduce(MPI_IN_PLACE, buf, total, t.type, t.sum_op(), comm, &req_); break;
       }
     }

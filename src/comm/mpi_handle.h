@@ -34,13 +34,15 @@ namespace detail {
 // Everything the type-erased collectives need to know about an element type. The sum kernel runs once
 // per chunk over a whole array (a tight loop the compiler vectorises), never once per element.
 struct TypeOps {
-  size_t bytes;                                       // sizeof(T)
-  MPI_Datatype type;                                  // the matching MPI datatype
-  void (*add)(void* acc, const void* in, size_t n);   // acc[i] = acc[i] + in[i]  (bf16: round after each add)
-  MPI_Op (*sum_op)();                                 // MPI_SUM, or the bf16 user op (for CommImpl::mpi)
+  size_t bytes;                                      // sizeof(T)
+  MPI_Datatype type;                                 // the matching MPI datatype
+  void (*add)(void* acc, const void* in, size_t n);  // acc[i] = acc[i] + in[i]  (bf16: round after each add)
+  MPI_Op (*sum_op)();                                // MPI_SUM, or the bf16 user op (for CommImpl::mpi)
 };
-template <class T> const TypeOps& type_ops();
-template <> const TypeOps& type_ops<uint16_t>();  // bf16: widen, add, round (types.cpp)
+template <class T>
+const TypeOps& type_ops();
+template <>
+const TypeOps& type_ops<uint16_t>();  // bf16: widen, add, round (types.cpp)
 
 // One operation in flight: a ring collective stepping through its messages, or an MPI request.
 class InFlight {
@@ -53,14 +55,14 @@ class InFlight {
   virtual int waiting_for() const { return -1; }
   bool done() const { return done_; }
 
-  std::string what;           // "all_reduce on dp" (watchdog)
-  Trace* trace = nullptr;     // trace event at completion, if enabled
-  std::string trace_name;     // "all_reduce dp 1.2 MB"
-  int lane = 0;               // 0 blocking, 1 non-blocking
+  std::string what;        // "all_reduce on dp" (watchdog)
+  Trace* trace = nullptr;  // trace event at completion, if enabled
+  std::string trace_name;  // "all_reduce dp 1.2 MB"
+  int lane = 0;            // 0 blocking, 1 non-blocking
   double t0_us = 0;
 
  protected:
-  void finish();              // marks done, adds the trace event, leaves the engine
+  void finish();  // marks done, adds the trace event, leaves the engine
   bool done_ = false;
 };
 
@@ -116,8 +118,12 @@ class Scratch {
 };
 
 // Ledger helpers that accept a null record (no ledger attached).
-inline void ledger_send(CommCall* c, size_t bytes, bool inter) { if (c) CommLedger::add_send(*c, bytes, inter); }
-inline void ledger_recv(CommCall* c, size_t bytes, bool inter) { if (c) CommLedger::add_recv(*c, bytes, inter); }
+inline void ledger_send(CommCall* c, size_t bytes, bool inter) {
+  if (c) CommLedger::add_send(*c, bytes, inter);
+}
+inline void ledger_recv(CommCall* c, size_t bytes, bool inter) {
+  if (c) CommLedger::add_recv(*c, bytes, inter);
+}
 
 // MPI counts are int: refuse (clearly) what does not fit.
 int mpi_count(size_t n, const char* what);

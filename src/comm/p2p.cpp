@@ -19,9 +19,9 @@
 
 namespace shardlab {
 
-using detail::TypeOps;
-using detail::type_ops;
 using detail::mpi_count;
+using detail::type_ops;
+using detail::TypeOps;
 
 namespace {
 constexpr size_t kBroadcastSegmentBytes = 256 * 1024;
@@ -30,9 +30,15 @@ constexpr size_t kBroadcastSegmentBytes = 256 * 1024;
 class CommEvent {
  public:
   CommEvent(Trace* t, std::string name) : t_(t && t->enabled() ? t : nullptr) {
-    if (t_) { name_ = std::move(name); t0_ = t_->now_us(); }
+    if (t_) {
+      name_ = std::move(name);
+      t0_ = t_->now_us();
+    }
   }
-  ~CommEvent() { if (t_) t_->add(name_, "comm", t0_, t_->now_us(), 0); }
+  ~CommEvent() {
+    if (t_) t_->add(name_, "comm", t0_, t_->now_us(), 0);
+  }
+
  private:
   Trace* t_;
   std::string name_;
@@ -63,7 +69,10 @@ void Communicator::p2p(const char* op, const void* sbuf, size_t sn, int dst, voi
   CommCall* rec = record(op, (sbuf ? sn : 0) + (rbuf ? rn : 0), t.bytes, "p2p");
   CommEvent ev(trace_, trace_ ? trace_name(op, ((sbuf ? sn : 0) + (rbuf ? rn : 0)) * t.bytes) : "");
   if (h_->comm == MPI_COMM_NULL) {  // a world of one: only an exchange with oneself can be served
-    if (sbuf && rbuf && dst == 0 && src == 0 && sn == rn) { std::memmove(rbuf, sbuf, sn * t.bytes); return; }
+    if (sbuf && rbuf && dst == 0 && src == 0 && sn == rn) {
+      std::memmove(rbuf, sbuf, sn * t.bytes);
+      return;
+    }
     std::fprintf(stderr, "shardlab: error: %s on %s with a single rank and no MPI\n", op, axis_name(axis_));
     abort_all(2);
   }
@@ -153,7 +162,10 @@ void Communicator::alltoallv(const void* sbuf, const std::vector<size_t>& sc, vo
     abort_all(2);
   }
   std::vector<size_t> so(size_, 0), ro(size_, 0);  // chunk offsets
-  for (int m = 1; m < size_; ++m) { so[m] = so[m - 1] + sc[m - 1]; ro[m] = ro[m - 1] + rc[m - 1]; }
+  for (int m = 1; m < size_; ++m) {
+    so[m] = so[m - 1] + sc[m - 1];
+    ro[m] = ro[m - 1] + rc[m - 1];
+  }
   size_t sent = so.back() + sc.back(), got = ro.back() + rc.back();
   CommCall* rec = record("all_to_all", sent + got, t.bytes, comm_impl_name(impl_));
   int tag = next_tag();
@@ -163,8 +175,10 @@ void Communicator::alltoallv(const void* sbuf, const std::vector<size_t>& sc, vo
   if (impl_ == CommImpl::mpi && size_ > 1) {
     std::vector<int> isc(size_), iso(size_), irc(size_), iro(size_);
     for (int m = 0; m < size_; ++m) {
-      isc[m] = mpi_count(sc[m], "all_to_all"); iso[m] = mpi_count(so[m], "all_to_all");
-      irc[m] = mpi_count(rc[m], "all_to_all"); iro[m] = mpi_count(ro[m], "all_to_all");
+      isc[m] = mpi_count(sc[m], "all_to_all");
+      iso[m] = mpi_count(so[m], "all_to_all");
+      irc[m] = mpi_count(rc[m], "all_to_all");
+      iro[m] = mpi_count(ro[m], "all_to_all");
     }
     MPI_Alltoallv(sbuf, isc.data(), iso.data(), t.type, rbuf, irc.data(), iro.data(), t.type, h_->comm);
     return;
@@ -209,11 +223,11 @@ void Communicator::barrier() {
   detail::wait_requests(r, {-1}, std::string("barrier on ") + axis_name(axis_));
 }
 
-#define SHARDLAB_INSTANTIATE(T)                                                                         \
-  template void Communicator::send<T>(const T*, size_t, int, int);                                      \
-  template void Communicator::recv<T>(T*, size_t, int, int);                                            \
-  template void Communicator::sendrecv<T>(const T*, size_t, int, T*, size_t, int, int);                 \
-  template void Communicator::broadcast<T>(T*, size_t, int);                                            \
+#define SHARDLAB_INSTANTIATE(T)                                                                                      \
+  template void Communicator::send<T>(const T*, size_t, int, int);                                                   \
+  template void Communicator::recv<T>(T*, size_t, int, int);                                                         \
+  template void Communicator::sendrecv<T>(const T*, size_t, int, T*, size_t, int, int);                              \
+  template void Communicator::broadcast<T>(T*, size_t, int);                                                         \
   template void Communicator::all_to_all_v<T>(const T*, const std::vector<size_t>&, T*, const std::vector<size_t>&); \
   template std::vector<T> Communicator::all_gather_value<T>(T);
 SHARDLAB_COMM_TYPES(SHARDLAB_INSTANTIATE)

@@ -23,8 +23,8 @@ ProcessGrid::ProcessGrid(GridSizes sizes, int ranks_per_node, CommLedger* ledger
   const int W = world_.size();
   if (ranks_per_node < 0) throw std::invalid_argument("--ranks-per-node must be positive");
   if (ranks_per_node > 0 && W % ranks_per_node != 0)
-    throw std::invalid_argument("--ranks-per-node " + std::to_string(ranks_per_node) + " does not divide the world size " +
-                                std::to_string(W));
+    throw std::invalid_argument("--ranks-per-node " + std::to_string(ranks_per_node) +
+                                " does not divide the world size " + std::to_string(W));
   for (int s : {sizes.tp, sizes.pp, sizes.cp, sizes.ep})
     if (s <= 0) throw std::invalid_argument("--tp, --pp, --cp and --ep must be positive");
   const int others = sizes.tp * sizes.pp * sizes.cp * sizes.ep;
@@ -38,8 +38,8 @@ ProcessGrid::ProcessGrid(GridSizes sizes, int ranks_per_node, CommLedger* ledger
   if (sizes_.dp * others != W) {
     std::ostringstream m;
     m << "dp × tp × pp × cp × ep = " << sizes_.dp << " × " << sizes.tp << " × " << sizes.pp << " × " << sizes.cp
-      << " × " << sizes.ep << " = " << sizes_.dp * others << ", but the world has " << W
-      << " ranks (mpirun -np " << sizes_.dp * others << ", or change the sizes)";
+      << " × " << sizes.ep << " = " << sizes_.dp * others << ", but the world has " << W << " ranks (mpirun -np "
+      << sizes_.dp * others << ", or change the sizes)";
     throw std::invalid_argument(m.str());
   }
   simulated_ = ranks_per_node > 0;
@@ -90,13 +90,17 @@ Communicator& ProcessGrid::dp_in_node() {
     Communicator& dp = comm(Axis::dp);
     std::vector<int> node_of_member = dp.all_gather_value(node());
     int here = 0, nodes = 0;
-    for (int n : node_of_member) { here += n == node(); nodes = std::max(nodes, n + 1); }
+    for (int n : node_of_member) {
+      here += n == node();
+      nodes = std::max(nodes, n + 1);
+    }
     // Every node must hold the same number of dp members for the replicas to line up.
     std::vector<int> counts = dp.all_gather_value(here);
     for (int c : counts)
       if (c != counts[0] || nodes < 2)
-        throw std::invalid_argument("--fsdp hybrid needs the data-parallel ranks spread evenly over at least 2 nodes "
-                                    "(use --ranks-per-node K with K dividing --dp, K < --dp)");
+        throw std::invalid_argument(
+            "--fsdp hybrid needs the data-parallel ranks spread evenly over at least 2 nodes "
+            "(use --ranks-per-node K with K dividing --dp, K < --dp)");
     dp_in_node_ = std::make_unique<Communicator>(dp.split(node(), dp.rank(), Axis::dp));
     dp_across_nodes_ = std::make_unique<Communicator>(dp.split(dp_in_node_->rank(), node(), Axis::dp));
   }

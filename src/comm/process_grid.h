@@ -52,7 +52,7 @@ class ProcessGrid {
   std::vector<int> node_of_rank_;
   int nodes_ = 1;
   bool simulated_ = false;
-  int coords_[6] = {0, 0, 0, 0, 0, 0};  // indexed by Axis
+  int coords_[6] = {0, 0, 0, 0, 0, 0};               // indexed by Axis
   std::vector<std::unique_ptr<Communicator>> axes_;  // indexed by Axis (world slot unused)
   std::unique_ptr<Communicator> dp_in_node_, dp_across_nodes_;
 };

@@ -54,11 +54,22 @@ constexpr int kSlots = 4;
 class RingOp final : public InFlight {
  public:
   RingOp(const RingSpec& spec, void* buf, const std::vector<size_t>& counts)
-      : comm_(spec.comm), r_(spec.rank), n_(spec.size), tag_(spec.tag), t_(*spec.type),
-        buf_(static_cast<char*>(buf)), cnt_(counts), off_(counts.size() + 1, 0),
-        rs_(spec.reduce_scatter ? n_ - 1 : 0), ag_(spec.all_gather ? n_ - 1 : 0), steps_(rs_ + ag_),
+      : comm_(spec.comm),
+        r_(spec.rank),
+        n_(spec.size),
+        tag_(spec.tag),
+        t_(*spec.type),
+        buf_(static_cast<char*>(buf)),
+        cnt_(counts),
+        off_(counts.size() + 1, 0),
+        rs_(spec.reduce_scatter ? n_ - 1 : 0),
+        ag_(spec.all_gather ? n_ - 1 : 0),
+        steps_(rs_ + ag_),
         seg_(std::max<size_t>(1, segment_bytes() / t_.bytes)),
-        rec_(spec.record), prev_inter_(spec.prev_inter), next_inter_(spec.next_inter), mem_(spec.mem) {
+        rec_(spec.record),
+        prev_inter_(spec.prev_inter),
+        next_inter_(spec.next_inter),
+        mem_(spec.mem) {
     for (size_t c = 0; c < cnt_.size(); ++c) off_[c + 1] = off_[c] + cnt_[c];
     sreq_.resize(steps_);
     if (rs_ > 0) {  // kSlots segments' worth of receive buffer, reused by every reduce-scatter step
@@ -165,16 +176,16 @@ class RingOp final : public InFlight {
   char* buf_;
   std::vector<size_t> cnt_, off_;  // chunk c = elements [off_[c], off_[c+1])
   int rs_, ag_, steps_;
-  size_t seg_;                      // elements per segment
+  size_t seg_;  // elements per segment
   CommCall* rec_;
   bool prev_inter_, next_inter_;
   MemoryLedger* mem_;
   Scratch tmp_;
   size_t tmp_bytes_ = 0;
-  int k_ = 0;                       // the step in progress
-  bool posted_ = false;             // its messages are posted
-  size_t got_ = 0;                  // its incoming segments received (and reduced) so far
-  std::vector<MPI_Request> rreq_;   // the step's receives
+  int k_ = 0;                                   // the step in progress
+  bool posted_ = false;                         // its messages are posted
+  size_t got_ = 0;                              // its incoming segments received (and reduced) so far
+  std::vector<MPI_Request> rreq_;               // the step's receives
   std::vector<std::vector<MPI_Request>> sreq_;  // every step's sends, completed lazily
 };
 

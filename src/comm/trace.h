@@ -13,7 +13,7 @@ struct TraceEvent {
   std::string name;
   std::string cat;  // "compute" | "comm" | "step"
   double begin_us, end_us;
-  int lane = 0;     // 0: the rank's main track; 1: communication in flight (non-blocking); 2: steps
+  int lane = 0;  // 0: the rank's main track; 1: communication in flight (non-blocking); 2: steps
 };
 
 class Trace {
@@ -21,7 +21,9 @@ class Trace {
   explicit Trace(bool enabled = false) : enabled_(enabled) { restart(); }
   bool enabled() const { return enabled_; }
   void restart() { t0_ = std::chrono::steady_clock::now(); }
-  double now_us() const { return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0_).count(); }
+  double now_us() const {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0_).count();
+  }
   void add(const std::string& name, const char* cat, double begin_us, double end_us, int lane = 0) {
     if (enabled_) events_.push_back({name, cat, begin_us, end_us, lane});
   }
@@ -34,7 +36,10 @@ class Trace {
    public:
     Span(Trace& t, std::string name, const char* cat, int lane = 0)
         : t_(t), name_(std::move(name)), cat_(cat), lane_(lane), begin_(t.enabled() ? t.now_us() : 0) {}
-    ~Span() { if (t_.enabled()) t_.add(name_, cat_, begin_, t_.now_us(), lane_); }
+    ~Span() {
+      if (t_.enabled()) t_.add(name_, cat_, begin_, t_.now_us(), lane_);
+    }
+
    private:
     Trace& t_;
     std::string name_;

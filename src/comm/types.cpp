@@ -39,14 +39,36 @@ MPI_Op bf16_sum() {
 }
 
 // MPI's predefined datatypes are link-time objects in some MPIs, so look them up at call time.
-template <class T> MPI_Datatype mpi_type();
-template <> MPI_Datatype mpi_type<float>() { return MPI_FLOAT; }
-template <> MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
-template <> MPI_Datatype mpi_type<int32_t>() { return MPI_INT32_T; }
-template <> MPI_Datatype mpi_type<int64_t>() { return MPI_INT64_T; }
-template <> MPI_Datatype mpi_type<uint64_t>() { return MPI_UINT64_T; }
-template <> MPI_Datatype mpi_type<uint8_t>() { return MPI_UINT8_T; }
-template <> MPI_Datatype mpi_type<char>() { return std::is_signed<char>::value ? MPI_SIGNED_CHAR : MPI_UNSIGNED_CHAR; }
+template <class T>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<float>() {
+  return MPI_FLOAT;
+}
+template <>
+MPI_Datatype mpi_type<double>() {
+  return MPI_DOUBLE;
+}
+template <>
+MPI_Datatype mpi_type<int32_t>() {
+  return MPI_INT32_T;
+}
+template <>
+MPI_Datatype mpi_type<int64_t>() {
+  return MPI_INT64_T;
+}
+template <>
+MPI_Datatype mpi_type<uint64_t>() {
+  return MPI_UINT64_T;
+}
+template <>
+MPI_Datatype mpi_type<uint8_t>() {
+  return MPI_UINT8_T;
+}
+template <>
+MPI_Datatype mpi_type<char>() {
+  return std::is_signed<char>::value ? MPI_SIGNED_CHAR : MPI_UNSIGNED_CHAR;
+}
 
 }  // namespace
 

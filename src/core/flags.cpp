@@ -109,7 +109,10 @@ struct Flags::Binding {
       case choice: {
         std::string all;
         for (const std::string& c : choices) {
-          if (c == raw) { *static_cast<std::string*>(field) = raw; return ""; }
+          if (c == raw) {
+            *static_cast<std::string*>(field) = raw;
+            return "";
+          }
           all += (all.empty() ? "" : "|") + c;
         }
         why = "expects one of " + all + ", got '" + raw + "'";

@@ -45,8 +45,7 @@ class Flags {
               const std::string& help);
   void flag(const std::string& name, bool& v, const std::string& help);  // a switch: given = true
   // Positional arguments (in order), between min and max of them.
-  void positional(const std::string& name, std::vector<std::string>& v, const std::string& help, int min,
-                  int max);
+  void positional(const std::string& name, std::vector<std::string>& v, const std::string& help, int min, int max);
   // --config FILE: flags read from a TOML file (key = value, the flag names without "--"); flags on the
   // command line override it. The file must be a regular, readable file; unknown keys are errors.
   void config_file(const std::string& name, const std::string& help);

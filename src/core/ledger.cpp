@@ -30,14 +30,15 @@ void MemoryLedger::allocate(Mem c, size_t bytes) {
 
 void MemoryLedger::release(Mem c, size_t bytes) {
   int i = idx(c);
-  if (bytes > current_[i]) throw std::logic_error(std::string("memory ledger: releasing more ") + mem_name(c) + " bytes than allocated");
+  if (bytes > current_[i])
+    throw std::logic_error(std::string("memory ledger: releasing more ") + mem_name(c) + " bytes than allocated");
   current_[i] -= bytes;
   total_current_ -= bytes;
 }
 
 size_t MemoryLedger::model_state_bytes() const {
-  return current(Mem::param) + current(Mem::grad) + current(Mem::master) + current(Mem::adam_m) +
-         current(Mem::adam_v) + current(Mem::momentum);
+  return current(Mem::param) + current(Mem::grad) + current(Mem::master) + current(Mem::adam_m) + current(Mem::adam_v) +
+         current(Mem::momentum);
 }
 
 void MemoryLedger::reset_peaks() {

@@ -30,8 +30,8 @@ class MemoryLedger {
   size_t total_peak() const { return total_peak_; }
   // Model states: param + grad + master + optimizer states.
   size_t model_state_bytes() const;
-  void reset_peaks();                  // peaks := current (e.g. after setup, to see one step)
-  nlohmann::json to_json() const;      // {"param": {"current": n, "peak": n}, ...}
+  void reset_peaks();              // peaks := current (e.g. after setup, to see one step)
+  nlohmann::json to_json() const;  // {"param": {"current": n, "peak": n}, ...}
 
  private:
   static int idx(Mem c) { return static_cast<int>(c); }
@@ -57,13 +57,20 @@ class Buffer {
   Buffer& operator=(const Buffer&) = delete;
   Buffer(Buffer&& o) noexcept { swap(o); }
   Buffer& operator=(Buffer&& o) noexcept {
-    if (this != &o) { reset(); swap(o); }
+    if (this != &o) {
+      reset();
+      swap(o);
+    }
     return *this;
   }
 
   void reset() {
-    if (data_) { ledger_->release(cat_, n_ * sizeof(T)); std::free(data_); }
-    data_ = nullptr; n_ = 0;
+    if (data_) {
+      ledger_->release(cat_, n_ * sizeof(T));
+      std::free(data_);
+    }
+    data_ = nullptr;
+    n_ = 0;
   }
   T* data() { return data_; }
   const T* data() const { return data_; }
@@ -71,10 +78,17 @@ class Buffer {
   size_t bytes() const { return n_ * sizeof(T); }
   T& operator[](size_t i) { return data_[i]; }
   const T& operator[](size_t i) const { return data_[i]; }
-  void zero() { if (n_) std::memset(static_cast<void*>(data_), 0, n_ * sizeof(T)); }
+  void zero() {
+    if (n_) std::memset(static_cast<void*>(data_), 0, n_ * sizeof(T));
+  }
 
  private:
-  void swap(Buffer& o) { std::swap(ledger_, o.ledger_); std::swap(cat_, o.cat_); std::swap(data_, o.data_); std::swap(n_, o.n_); }
+  void swap(Buffer& o) {
+    std::swap(ledger_, o.ledger_);
+    std::swap(cat_, o.cat_);
+    std::swap(data_, o.data_);
+    std::swap(n_, o.n_);
+  }
   MemoryLedger* ledger_ = nullptr;
   Mem cat_ = Mem::workspace;
   T* data_ = nullptr;

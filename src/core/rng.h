@@ -19,7 +19,10 @@ inline uint64_t mix64(uint64_t z) {  // splitmix64 finaliser: a bijective avalan
 
 inline uint64_t hash_name(std::string_view s) {  // FNV-1a, then mixed
   uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : s) { h ^= c; h *= 0x100000001b3ULL; }
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
   return mix64(h);
 }
 

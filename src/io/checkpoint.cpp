@@ -133,9 +133,10 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_or_step) {
     if (!is_plain_name(name)) throw err(given / "latest", "does not name a step directory ('" + name + "')");
     step_dir = given / name;
     if (!fs::is_directory(step_dir, ec)) {
-      std::string hint = fs::exists(given / (name + ".old"), ec)
-                             ? " (a save was interrupted; " + (given / (name + ".old")).string() + " holds the old copy)"
-                             : "";
+      std::string hint =
+          fs::exists(given / (name + ".old"), ec)
+              ? " (a save was interrupted; " + (given / (name + ".old")).string() + " holds the old copy)"
+              : "";
       throw err(given / "latest", "names " + name + ", but " + step_dir.string() + " does not exist" + hint);
     }
   } else {

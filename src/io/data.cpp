@@ -19,12 +19,13 @@ TextData::TextData(const std::string& path, int seq, int vocab) : path_(path), s
   if (split_ < need || bytes_.size() - split_ < need)
     throw std::runtime_error("data file '" + path + "' has " + std::to_string(bytes_.size()) +
                              " bytes: too short for --seq " + std::to_string(seq) + " (needs at least " +
-                             std::to_string(need * 10) + " so that both the 90% train and the 10% validation part hold a window of seq+1 bytes)");
+                             std::to_string(need * 10) +
+                             " so that both the 90% train and the 10% validation part hold a window of seq+1 bytes)");
   if (vocab < 256)
     for (size_t i = 0; i < bytes_.size(); ++i)
       if (bytes_[i] >= vocab)
-        throw std::runtime_error("data file '" + path + "' has byte value " + std::to_string(bytes_[i]) + " at offset " +
-                                 std::to_string(i) + ", outside --vocab " + std::to_string(vocab));
+        throw std::runtime_error("data file '" + path + "' has byte value " + std::to_string(bytes_[i]) +
+                                 " at offset " + std::to_string(i) + ", outside --vocab " + std::to_string(vocab));
 }
 
 void TextData::train_batch(uint64_t seed, uint64_t step, uint64_t first, int count, int32_t* inputs,

@@ -59,7 +59,8 @@ LossTable read_loss_csv(const std::string& path) {
   if (!std::getline(in, line)) throw std::runtime_error("'" + path + "' is empty");
   std::stringstream h(line);
   while (std::getline(h, cell, ',')) t.columns.push_back(cell);
-  if (t.column("step") != 0 || t.column("loss") < 0) throw std::runtime_error("'" + path + "' is not a loss.csv (no step,loss header)");
+  if (t.column("step") != 0 || t.column("loss") < 0)
+    throw std::runtime_error("'" + path + "' is not a loss.csv (no step,loss header)");
   int lineno = 1;
   while (std::getline(in, line)) {
     ++lineno;
@@ -67,10 +68,14 @@ LossTable read_loss_csv(const std::string& path) {
     std::vector<double> row;
     std::stringstream s(line);
     while (std::getline(s, cell, ',')) {
-      if (cell.empty()) { row.push_back(NAN); continue; }
+      if (cell.empty()) {
+        row.push_back(NAN);
+        continue;
+      }
       char* end = nullptr;
       double v = std::strtod(cell.c_str(), &end);
-      if (*end) throw std::runtime_error("'" + path + "' line " + std::to_string(lineno) + ": '" + cell + "' is not a number");
+      if (*end)
+        throw std::runtime_error("'" + path + "' line " + std::to_string(lineno) + ": '" + cell + "' is not a number");
       row.push_back(v);
     }
     while (row.size() < t.columns.size()) row.push_back(NAN);

@@ -125,8 +125,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorEntry>& 
     }
     size_t expect = checked_nbytes(t.shape, elem, path, t.name);
     if (expect != t.nbytes)
-      throw err(path, "tensor '" + t.name + "' has " + std::to_string(t.nbytes) + " bytes, but " + t.dtype +
-                          " " + shape_str(t.shape) + " needs " + std::to_string(expect));
+      throw err(path, "tensor '" + t.name + "' has " + std::to_string(t.nbytes) + " bytes, but " + t.dtype + " " +
+                          shape_str(t.shape) + " needs " + std::to_string(expect));
     if (t.nbytes > 0 && t.data == nullptr) throw err(path, "tensor '" + t.name + "' has no data");
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.nbytes}}};
     offset += t.nbytes;
@@ -234,7 +234,8 @@ SafetensorsFile SafetensorsFile::parse(std::vector<uint8_t> bytes, const std::st
     expected = s.end;
   }
   if (expected != data_size)
-    throw err(label, std::to_string(data_size - expected) + " bytes after the last tensor (not a valid safetensors file)");
+    throw err(label,
+              std::to_string(data_size - expected) + " bytes after the last tensor (not a valid safetensors file)");
   return f;
 }
 

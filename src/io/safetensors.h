@@ -39,7 +39,10 @@ void write_safetensors(const std::string& path, const std::vector<TensorEntry>& 
 
 // Durable whole-file replace used by write_safetensors and by checkpoint.cpp (meta.json, latest):
 // writes the pieces to PATH.tmp, fsyncs, renames over PATH, fsyncs the directory.
-struct ByteSpan { const void* data; size_t n; };
+struct ByteSpan {
+  const void* data;
+  size_t n;
+};
 void write_file_atomic(const std::string& path, const std::vector<ByteSpan>& pieces);
 void fsync_directory(const std::string& dir);  // best effort: makes a rename in DIR durable
 
@@ -67,7 +70,9 @@ class SafetensorsFile {
   const std::string& path() const { return path_; }
 
  private:
-  struct Span { size_t begin, end; };
+  struct Span {
+    size_t begin, end;
+  };
   const Span& span(const std::string& name) const;  // throws if missing
 
   std::string path_;

@@ -12,7 +12,8 @@
 namespace shardlab {
 
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
-  if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) throw std::runtime_error("sha256: OpenSSL cannot start a digest");
+  if (!ctx_ || EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1)
+    throw std::runtime_error("sha256: OpenSSL cannot start a digest");
 }
 
 Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }

@@ -40,7 +40,8 @@ std::string save_train_checkpoint(const std::string& dir, int64_t step, const Tr
       throw std::logic_error("save_train_checkpoint needs whole stores; gather shards first");
     for (const TensorSpec& t : layout.tensors())
       (kind == "model" ? model : optim)
-          .tensors.push_back({tensor_name(kind, t.name), dt, t.shape, store->raw(t.offset), t.numel * store->elem_bytes()});
+          .tensors.push_back(
+              {tensor_name(kind, t.name), dt, t.shape, store->raw(t.offset), t.numel * store->elem_bytes()});
   }
   nlohmann::json meta;
   meta["config"] = cfg.to_json();

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/param_layout.h"
 #include "core/flat_store.h"
+#include "model/param_layout.h"
 #include "optim/model_states.h"
 #include "train/train_config.h"
 

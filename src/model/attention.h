@@ -94,7 +94,7 @@ void attention_backward(T* d_qkv, const T* d_out, const T* qkv, const T* probs, 
       for (int r0 = 0; r0 < Tn; r0 += kRowBlock) {
         const int r1 = std::min(Tn, r0 + kRowBlock), m = r1 - r0;
         const size_t ro = static_cast<size_t>(r0);
-        gemm(false, true, m, r1, HD, T(1), dO + ro * C, C, v, C3, T(0), dP + ro * Tn, Tn);  // dPd = dO·Vᵀ
+        gemm(false, true, m, r1, HD, T(1), dO + ro * C, C, v, C3, T(0), dP + ro * Tn, Tn);   // dPd = dO·Vᵀ
         gemm(true, false, r1, HD, m, T(1), Pd + ro * Tn, Tn, dO + ro * C, C, T(1), dv, C3);  // dV += Pdᵀ·dO
       }
       if (drop.active()) drop.apply(dP, dP, static_cast<size_t>(Tn) * Tn, drop.attention_index(b, h, 0));
@@ -109,7 +109,7 @@ void attention_backward(T* d_qkv, const T* d_out, const T* qkv, const T* probs, 
         const int r1 = std::min(Tn, r0 + kRowBlock), m = r1 - r0;
         const size_t ro = static_cast<size_t>(r0);
         gemm(false, false, m, HD, r1, scale, dP + ro * Tn, Tn, k, C3, T(0), dq + ro * C3, C3);  // dQ = dS·K/√HD
-        gemm(true, false, r1, HD, m, scale, dP + ro * Tn, Tn, q + ro * C3, C3, T(1), dk, C3);  // dK += dSᵀ·Q/√HD
+        gemm(true, false, r1, HD, m, scale, dP + ro * Tn, Tn, q + ro * C3, C3, T(1), dk, C3);   // dK += dSᵀ·Q/√HD
       }
     }
 }

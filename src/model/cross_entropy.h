@@ -18,7 +18,10 @@ double cross_entropy_forward(T* logits_to_probs, const int32_t* targets, int N, 
     T mx = *std::max_element(row, row + V);
     const T target_logit = row[targets[n]];
     T sum = 0;
-    for (int v = 0; v < V; ++v) { row[v] = std::exp(row[v] - mx); sum += row[v]; }
+    for (int v = 0; v < V; ++v) {
+      row[v] = std::exp(row[v] - mx);
+      sum += row[v];
+    }
     T inv = T(1) / sum;
     for (int v = 0; v < V; ++v) row[v] *= inv;
     loss += std::log(static_cast<double>(sum)) - static_cast<double>(target_logit - mx);  // -log p[target]

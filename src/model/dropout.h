@@ -17,8 +17,8 @@ struct Dropout {
   uint64_t first_sample = 0;  // global index of this micro-batch's first sample within the step
   int T = 0, C = 0, NH = 0;
 
-  static Dropout make(double p, uint64_t seed, const char* site, uint64_t step, int layer, uint64_t first_sample,
-                      int T, int C, int NH) {
+  static Dropout make(double p, uint64_t seed, const char* site, uint64_t step, int layer, uint64_t first_sample, int T,
+                      int C, int NH) {
     return Dropout{p, rng_stream(seed, site, step, static_cast<uint64_t>(layer)), first_sample, T, C, NH};
   }
   bool active() const { return p > 0.0; }

@@ -24,7 +24,10 @@ void embedding_backward(T* d_tok_emb, T* d_pos_emb, const T* d_out, const int32_
       const T* g = d_out + (static_cast<size_t>(b) * Tn + t) * C;
       T* dte = d_tok_emb + static_cast<size_t>(tokens[b * Tn + t]) * C;
       T* dpe = d_pos_emb + static_cast<size_t>(t) * C;
-      for (int i = 0; i < C; ++i) { dte[i] += g[i]; dpe[i] += g[i]; }
+      for (int i = 0; i < C; ++i) {
+        dte[i] += g[i];
+        dpe[i] += g[i];
+      }
     }
 }
 

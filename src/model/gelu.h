@@ -30,9 +30,9 @@ void gelu_backward(T* d_in, const T* d_out, const T* in, size_t n) {
     const Eigen::Index m = static_cast<Eigen::Index>(std::min(kChunk, n - s));
     ConstArrMap<T> x(in + s, m);
     t.head(m) = (k * (x + T(0.044715) * x.cube())).tanh();
-    ArrMap<T>(d_in + s, m) = ConstArrMap<T>(d_out + s, m) *
-                             (T(0.5) * (T(1) + t.head(m)) +
-                              T(0.5) * x * (T(1) - t.head(m).square()) * k * (T(1) + T(3 * 0.044715) * x.square()));
+    ArrMap<T>(d_in + s, m) =
+        ConstArrMap<T>(d_out + s, m) * (T(0.5) * (T(1) + t.head(m)) + T(0.5) * x * (T(1) - t.head(m).square()) * k *
+                                                                          (T(1) + T(3 * 0.044715) * x.square()));
   }
 }
 

@@ -97,8 +97,8 @@ double GPT<T>::forward(UnitAccess<T>& access, const int32_t* inputs, const int32
     if (d_proj.active()) d_proj.apply_activation(a.resid_mid.data(), B);
     MatMap<T>(a.resid_mid.data(), N, C) += ConstMatMap<T>(x, N, C);  // residual 1
 
-    layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.resid_mid.data(), P(w.ln2_w),
-                      P(w.ln2_b), N, C);
+    layernorm_forward(a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.resid_mid.data(), P(w.ln2_w), P(w.ln2_b), N,
+                      C);
     linear_forward(a.fc.data(), a.ln2.data(), P(w.fc_w), P(w.fc_b), N, C, 4 * C);
     gelu_forward(a.gelu.data(), a.fc.data(), static_cast<size_t>(N) * 4 * C);
     linear_forward(out, a.gelu.data(), P(w.fcproj_w), P(w.fcproj_b), N, 4 * C, C);
@@ -107,8 +107,8 @@ double GPT<T>::forward(UnitAccess<T>& access, const int32_t* inputs, const int32
     access.params_done(l + 1, false);
   }
   P = params(head);
-  layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[cfg_.layers].data(),
-                    P(layout_.lnf_w), P(layout_.lnf_b), N, C);
+  layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[cfg_.layers].data(), P(layout_.lnf_w),
+                    P(layout_.lnf_b), N, C);
   linear_forward(logits_.data(), lnf_.data(), P(layout_.lm_head), static_cast<const T*>(nullptr), N, C, V);
   access.params_done(head, false);
   return cross_entropy_forward(logits_.data(), targets, N, V);
@@ -156,8 +156,7 @@ void GPT<T>::backward(UnitAccess<T>& access, T loss_scale) {
       d_mlp.apply_activation(d_tmp_.data(), B);
       d_mlp_out = d_tmp_.data();
     }
-    linear_backward(d_gelu_.data(), G(w.fcproj_w), G(w.fcproj_b), d_mlp_out, a.gelu.data(), P(w.fcproj_w), N,
-                    4 * C, C);
+    linear_backward(d_gelu_.data(), G(w.fcproj_w), G(w.fcproj_b), d_mlp_out, a.gelu.data(), P(w.fcproj_w), N, 4 * C, C);
     gelu_backward(d_fc_.data(), d_gelu_.data(), a.fc.data(), static_cast<size_t>(N) * 4 * C);
     linear_backward(d_ln_.data(), G(w.fc_w), G(w.fc_b), d_fc_.data(), a.ln2.data(), P(w.fc_w), N, C, 4 * C);
     layernorm_backward(d_res_.data(), G(w.ln2_w), G(w.ln2_b), d_ln_.data(), a.resid_mid.data(), P(w.ln2_w),

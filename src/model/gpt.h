@@ -82,8 +82,8 @@ class GPT {
   };
   GPTConfig cfg_;
   const ParamLayout& layout_;
-  int B_;      // capacity: the micro-batch the buffers are sized for
-  int used_ = 0;  // rows of the last forward
+  int B_;                            // capacity: the micro-batch the buffers are sized for
+  int used_ = 0;                     // rows of the last forward
   std::vector<Buffer<T>> residual_;  // L+1 × (B, T, C): input of each block and the last output
   std::vector<LayerActs> acts_;
   Buffer<T> lnf_, lnf_mean_, lnf_rstd_, logits_;  // (B,T,C), (B,T), (B,T), (B,T,V)

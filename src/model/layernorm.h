@@ -28,8 +28,8 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* w, const 
 
 // With xhat = (x - mean)·rstd and g = d_out·w:  d_in += rstd · (g - mean(g) - xhat · mean(g·xhat)).
 template <class T>
-void layernorm_backward(T* d_in, T* d_w, T* d_b, const T* d_out, const T* in, const T* w, const T* mean,
-                        const T* rstd, int N, int C) {
+void layernorm_backward(T* d_in, T* d_w, T* d_b, const T* d_out, const T* in, const T* w, const T* mean, const T* rstd,
+                        int N, int C) {
   using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   ConstRow wv(w, C);

@@ -12,13 +12,14 @@ namespace shardlab {
 
 template <class T>
 ModelStates<T>::ModelStates(const TrainConfig& cfg, const ParamLayout& layout, const ShardLayout& shards,
-                            Sharding sharding, MemoryLedger& ledger)
-    : cfg_(cfg), layout_(layout), shards_(shards), sharding_(sharding), bf16_(cfg.mixed == "bf16") {
+                            Strategy strategy, MemoryLedger& ledger)
+    : cfg_(cfg), layout_(layout), shards_(shards), strategy_(strategy), bf16_(cfg.mixed == "bf16") {
   const size_t full = shards.padded(), sb = shards.my_begin(), S = shards.shard();
   auto range = [&](bool sharded) { return sharded ? std::make_pair(sb, S) : std::make_pair(size_t(0), full); };
-  auto [pb, pn] = range(sharding.params);
-  auto [gb, gn] = range(sharding.grads);
-  auto [ob, on] = range(sharding.optim);
+  const bool shard_params = is_sharded(strategy, Mem::param), shard_grads = is_sharded(strategy, Mem::grad);
+  auto [pb, pn] = range(shard_params);
+  auto [gb, gn] = range(shard_grads);
+  auto [ob, on] = range(is_sharded(strategy, Mem::adam_m));
   const bool bf16_grads = bf16_ && cfg.grad_accum_dtype == "bf16";
   params_ = FlatStore<T>(ledger, Mem::param, bf16_, pb, pn);
   grads_ = FlatStore<T>(ledger, Mem::grad, bf16_grads, gb, gn);
@@ -29,16 +30,22 @@ ModelStates<T>::ModelStates(const TrainConfig& cfg, const ParamLayout& layout, c
   } else if (cfg.momentum > 0) {
     momentum_ = FlatStore<T>(ledger, Mem::momentum, false, ob, on);
   }
-  if (!sharding.params) {
-    if (bf16_) { compute_ = Buffer<T>(ledger, Mem::workspace, full); compute_ptr_ = compute_.data(); }
-    else compute_ptr_ = params_.t(0);
+  if (!shard_params) {
+    if (bf16_) {
+      compute_ = Buffer<T>(ledger, Mem::workspace, full);
+      compute_ptr_ = compute_.data();
+    } else
+      compute_ptr_ = params_.t(0);
   }
-  if (!sharding.grads) {
-    if (bf16_grads) { backward_ = Buffer<T>(ledger, Mem::workspace, full); backward_ptr_ = backward_.data(); }
-    else backward_ptr_ = grads_.t(0);
+  if (!shard_grads) {
+    if (bf16_grads) {
+      backward_ = Buffer<T>(ledger, Mem::workspace, full);
+      backward_ptr_ = backward_.data();
+    } else
+      backward_ptr_ = grads_.t(0);
   }
   // The optimizer reads T gradients and updates T weights; scratch when the stores can't serve directly.
-  const bool need_g = bf16_grads, need_w = bf16_ && !master_.exists() && sharding.params;
+  const bool need_g = bf16_grads, need_w = bf16_ && !master_.exists() && shard_params;
   if (need_g || need_w) opt_scratch_ = Buffer<T>(ledger, Mem::workspace, on * (size_t(need_g) + size_t(need_w)));
 
   // Initial weights: generated for the stored range (padding stays 0), rounded to bf16 if stored so;
@@ -76,7 +83,10 @@ double ModelStates<T>::grad_sumsq(size_t a, size_t b) const {
   const FlatStore<T>& g = grads_;
   if (g.is_bf16()) {
     const bf16* p = g.h(a);
-    for (size_t i = 0; i < b - a; ++i) { double x = from_bf16(p[i]); s += x * x; }
+    for (size_t i = 0; i < b - a; ++i) {
+      double x = from_bf16(p[i]);
+      s += x * x;
+    }
   } else {
     const T* p = g.t(a);
     for (size_t i = 0; i < b - a; ++i) s += static_cast<double>(p[i]) * static_cast<double>(p[i]);
@@ -85,19 +95,31 @@ double ModelStates<T>::grad_sumsq(size_t a, size_t b) const {
 }
 
 template <class T>
-double ModelStates<T>::grad_norm() const { return std::sqrt(grad_sumsq(0, shards_.padded())); }
+double ModelStates<T>::grad_norm() const {
+  return std::sqrt(grad_sumsq(0, shards_.padded()));
+}
 
 template <class T>
 void ModelStates<T>::optimizer_step(int64_t step, double lr, double grad_scale, size_t a, size_t b) {
   T* scratch = opt_scratch_.data();
   const T* g;
-  if (grads_.is_bf16()) { grads_.load(scratch, a, b); g = scratch; scratch += b - a; }
-  else g = grads_.t(a);
+  if (grads_.is_bf16()) {
+    grads_.load(scratch, a, b);
+    g = scratch;
+    scratch += b - a;
+  } else
+    g = grads_.t(a);
   T* w;  // the weights the optimizer updates, for [a, b)
-  if (master_.exists()) w = master_.t(a);
-  else if (!bf16_) w = params_.t(a);
-  else if (compute_.size()) w = compute_.data() + a;  // bf16 without master: update the widened copy, round below
-  else { params_.load(scratch, a, b); w = scratch; }
+  if (master_.exists())
+    w = master_.t(a);
+  else if (!bf16_)
+    w = params_.t(a);
+  else if (compute_.size())
+    w = compute_.data() + a;  // bf16 without master: update the widened copy, round below
+  else {
+    params_.load(scratch, a, b);
+    w = scratch;
+  }
   for (const TensorSpec& t : layout_.tensors()) {
     const size_t lo = std::max(a, t.offset), hi = std::min(b, t.offset + t.numel);
     if (lo >= hi) continue;

@@ -6,36 +6,33 @@
 //   --master none           the optimizer updates the bf16 weights directly: 2 + 2 + 4 + 4 = 12
 //   --optimizer sgd         one momentum state instead of m and v (none when momentum = 0)
 // and the sharding (ZeRO, claim C12): each category is either the full padded buffer [0, Ψ_pad) or
-// this rank's shard [m·S, (m+1)·S) (shard_layout.h). In bf16 mode the model still computes in f32
-// (no bf16 arithmetic on this CPU): the f32 copy of the weights and the f32 buffer backward writes
-// are booked as "workspace", outside the model states.
+// this rank's shard [m·S, (m+1)·S) (shard_layout.h), as the strategy says (strategy.h). In bf16 mode the model still
+// computes in f32 (no bf16 arithmetic on this CPU): the f32 copy of the weights and the f32 buffer backward writes are
+// booked as "workspace", outside the model states.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/flat_store.h"
 #include "model/param_layout.h"
 #include "parallel/shard_layout.h"
-#include "core/flat_store.h"
+#include "parallel/strategy.h"
 #include "train/train_config.h"
 
 namespace shardlab {
 
-struct Sharding {
-  bool params = false, grads = false, optim = false;  // ZeRO-3, ZeRO-2, ZeRO-1 shard these
-};
-
 template <class T>
 class ModelStates {
  public:
-  ModelStates(const TrainConfig& cfg, const ParamLayout& layout, const ShardLayout& shards, Sharding sharding,
+  ModelStates(const TrainConfig& cfg, const ParamLayout& layout, const ShardLayout& shards, Strategy strategy,
               MemoryLedger& ledger);
   // Single process: nothing sharded, nothing padded.
   ModelStates(const TrainConfig& cfg, const ParamLayout& layout, MemoryLedger& ledger)
-      : ModelStates(cfg, layout, ShardLayout(layout.total(), 1, 0), Sharding{}, ledger) {}
+      : ModelStates(cfg, layout, ShardLayout(layout.total(), 1, 0), Strategy::dp, ledger) {}
 
   const ShardLayout& shards() const { return shards_; }
-  const Sharding& sharding() const { return sharding_; }
+  Strategy strategy() const { return strategy_; }
   size_t size() const { return layout_.total(); }
 
   FlatStore<T>& params() { return params_; }  // stored weights (full or shard)
@@ -55,19 +52,24 @@ class ModelStates {
   // the stored weights (and compute copy) on that range. Gradients are multiplied by grad_scale.
   void optimizer_step(int64_t step, double lr, double grad_scale, size_t a, size_t b);
 
-  struct StateView { const char* kind; FlatStore<T>* store; };
+  struct StateView {
+    const char* kind;
+    FlatStore<T>* store;
+  };
   std::vector<StateView> optimizer_states();  // master, adam_m, adam_v, momentum — whichever exist
 
   // Convenience for a single process: everything on the whole buffer.
   double grad_norm() const;
-  void optimizer_step(int64_t step, double lr, double grad_scale) { optimizer_step(step, lr, grad_scale, 0, shards_.padded()); }
+  void optimizer_step(int64_t step, double lr, double grad_scale) {
+    optimizer_step(step, lr, grad_scale, 0, shards_.padded());
+  }
   void end_micro_batch() { fold_backward_grads(0, shards_.padded()); }
 
  private:
   const TrainConfig& cfg_;
   const ParamLayout& layout_;
   ShardLayout shards_;
-  Sharding sharding_;
+  Strategy strategy_;
   bool bf16_;
   FlatStore<T> params_, grads_, master_, m_, v_, momentum_;
   Buffer<T> compute_;      // workspace: f32 copy of bf16 weights (full)

@@ -8,34 +8,15 @@
 
 namespace shardlab {
 
-Strategy strategy_of(const TrainConfig& cfg) {
-  if (cfg.fsdp == "full") return Strategy::zero3;
-  if (cfg.fsdp == "grad_op") return Strategy::zero2;
-  if (cfg.fsdp == "no_shard") return Strategy::dp;
-  if (cfg.fsdp == "hybrid") return Strategy::hybrid;
-  switch (cfg.zero) {
-    case 1: return Strategy::zero1;
-    case 2: return Strategy::zero2;
-    case 3: return Strategy::zero3;
-    default: return Strategy::dp;
-  }
-}
-
-const char* strategy_name(Strategy s) {
-  switch (s) {
-    case Strategy::dp: return "dp";
-    case Strategy::zero1: return "zero1";
-    case Strategy::zero2: return "zero2";
-    case Strategy::zero3: return "zero3";
-    case Strategy::hybrid: return "hybrid";
-  }
-  return "?";
-}
-
 template <class T>
 DataParallel<T>::DataParallel(const TrainConfig& cfg, const ParamLayout& layout, ProcessGrid& grid,
                               MemoryLedger& ledger, Trace& trace)
-    : cfg_(cfg), layout_(layout), grid_(grid), ledger_(ledger), trace_(trace), strategy_(strategy_of(cfg)) {
+    : cfg_(cfg),
+      layout_(layout),
+      grid_(grid),
+      ledger_(ledger),
+      trace_(trace),
+      strategy_(strategy_of(cfg.zero, cfg.fsdp)) {
   dp_ = &grid.comm(Axis::dp);
   shard_ = dp_;
   across_ = nullptr;
@@ -46,14 +27,10 @@ DataParallel<T>::DataParallel(const TrainConfig& cfg, const ParamLayout& layout,
   for (Communicator* c : {dp_, shard_, across_})  // ring receive buffers show as comm_buffer in the ledger
     if (c) c->set_memory_ledger(&ledger);
   shards_ = ShardLayout(layout.total(), shard_->size(), shard_->rank());
-  Sharding sh;
-  sh.optim = strategy_ != Strategy::dp;
-  sh.grads = strategy_ == Strategy::zero2 || strategy_ == Strategy::zero3 || strategy_ == Strategy::hybrid;
-  sh.params = strategy_ == Strategy::zero3 || strategy_ == Strategy::hybrid;
-  states_ = std::make_unique<ModelStates<T>>(cfg, layout, shards_, sh, ledger);
+  states_ = std::make_unique<ModelStates<T>>(cfg, layout, shards_, strategy_, ledger);
   overlap_ = cfg.overlap == "on";
   prefetch_ = cfg.prefetch == "on";
-  if (!sh.grads) make_buckets(cfg.bucket_mb);
+  if (!is_sharded(strategy_, Mem::grad)) make_buckets(cfg.bucket_mb);
 }
 
 template <class T>
@@ -105,8 +82,10 @@ void DataParallel<T>::optimizer_step(int64_t step, double lr, double grad_scale)
   if (strategy_ == Strategy::zero1 || strategy_ == Strategy::zero2) {  // every rank needs every updated weight
     FlatStore<T>& p = states_->params();
     const std::vector<size_t> counts = shards_.counts(0, shards_.padded());
-    if (p.is_bf16()) shard_->all_gather(p.h(0), counts);
-    else shard_->all_gather(p.t(0), counts);
+    if (p.is_bf16())
+      shard_->all_gather(p.h(0), counts);
+    else
+      shard_->all_gather(p.t(0), counts);
     states_->sync_compute(0, shards_.padded());
   }
 }
@@ -117,13 +96,18 @@ void DataParallel<T>::save_checkpoint(const std::string& dir, int64_t step) {
   std::vector<std::unique_ptr<FlatStore<T>>> whole;
   NamedStores<T> stores;
   for (auto& [kind, store] : checkpoint_stores(*states_)) {
-    if (store->begin() == 0 && store->size() == shards_.padded()) { stores.push_back({kind, store}); continue; }
+    if (store->begin() == 0 && store->size() == shards_.padded()) {
+      stores.push_back({kind, store});
+      continue;
+    }
     whole.push_back(std::make_unique<FlatStore<T>>(ledger_, Mem::workspace, store->is_bf16(), 0, shards_.padded()));
     FlatStore<T>& w = *whole.back();
     std::memcpy(w.raw(store->begin()), store->raw(store->begin()), store->size() * store->elem_bytes());
     const std::vector<size_t> counts = shards_.counts(0, shards_.padded());
-    if (w.is_bf16()) shard_->all_gather(w.h(0), counts);
-    else shard_->all_gather(w.t(0), counts);
+    if (w.is_bf16())
+      shard_->all_gather(w.h(0), counts);
+    else
+      shard_->all_gather(w.t(0), counts);
     stores.push_back({kind, &w});
   }
   if (grid_.world_rank() == 0) save_train_checkpoint(dir, step, cfg_, layout_, stores);

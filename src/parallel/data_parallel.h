@@ -23,33 +23,31 @@
 
 #include "comm/process_grid.h"
 #include "comm/trace.h"
-#include "model/gpt.h"
-#include "parallel/shard_layout.h"
-#include "optim/model_states.h"
 #include "io/train_checkpoint.h"
+#include "model/gpt.h"
+#include "optim/model_states.h"
+#include "parallel/shard_layout.h"
+#include "parallel/strategy.h"
 #include "train/train_config.h"
 
 namespace shardlab {
 
-enum class Strategy { dp, zero1, zero2, zero3, hybrid };
-Strategy strategy_of(const TrainConfig& cfg);  // from --zero / --fsdp
-const char* strategy_name(Strategy s);
-
 template <class T>
 class DataParallel : public UnitAccess<T> {
  public:
-  DataParallel(const TrainConfig& cfg, const ParamLayout& layout, ProcessGrid& grid, MemoryLedger& ledger, Trace& trace);
+  DataParallel(const TrainConfig& cfg, const ParamLayout& layout, ProcessGrid& grid, MemoryLedger& ledger,
+               Trace& trace);
 
   ModelStates<T>& states() { return *states_; }
   const ShardLayout& shards() const { return shards_; }
   Strategy strategy() const { return strategy_; }
 
-  void begin_step();                   // zero gradients
-  void begin_micro_batch(bool last);   // on the last micro-batch of a step, gradients sync as they appear
-  void finish_gradients();             // every reduction done: this rank's range holds the global sums
-  double grad_norm();                  // the same value on every rank
+  void begin_step();                  // zero gradients
+  void begin_micro_batch(bool last);  // on the last micro-batch of a step, gradients sync as they appear
+  void finish_gradients();            // every reduction done: this rank's range holds the global sums
+  double grad_norm();                 // the same value on every rank
   void optimizer_step(int64_t step, double lr, double grad_scale);
-  double sum_over_ranks(double local); // Σ over the dp group, added in rank order
+  double sum_over_ranks(double local);  // Σ over the dp group, added in rank order
   // Book the engine's communication in another ledger from now on (evaluation vs training).
   void set_comm_ledger(CommLedger* ledger);
 
@@ -64,17 +62,20 @@ class DataParallel : public UnitAccess<T> {
   void load_checkpoint(const std::string& dir);
 
  private:
-  struct Bucket { size_t lo, hi; int last_unit; };  // a flat range synced as one; done when last_unit's backward is
-  struct UnitGrads {                                 // ZeRO-2/3: one unit's gradients on their way to the shards
+  struct Bucket {
+    size_t lo, hi;
+    int last_unit;
+  };                  // a flat range synced as one; done when last_unit's backward is
+  struct UnitGrads {  // ZeRO-2/3: one unit's gradients on their way to the shards
     int unit;
-    Buffer<T> work;             // what backward accumulates into (T)
-    FlatStore<T> wire;          // what travels: work rounded to bf16, when gradients are stored bf16
+    Buffer<T> work;     // what backward accumulates into (T)
+    FlatStore<T> wire;  // what travels: work rounded to bf16, when gradients are stored bf16
     Communicator::Pending pending;
-    bool started = false;       // backward has finished the unit and its reduce-scatter is on its way
+    bool started = false;  // backward has finished the unit and its reduce-scatter is on its way
   };
-  struct Gathered {                                  // ZeRO-3: one unit's full weights, alive while it computes
-    FlatStore<T> store;         // stored dtype, gathered from every shard
-    Buffer<T> compute;          // f32 copy when stored bf16
+  struct Gathered {      // ZeRO-3: one unit's full weights, alive while it computes
+    FlatStore<T> store;  // stored dtype, gathered from every shard
+    Buffer<T> compute;   // f32 copy when stored bf16
     Communicator::Pending pending;
     bool ready = false;
   };

@@ -33,8 +33,10 @@ void DataParallel<T>::start_bucket(const Bucket& b, bool blocking) {
   const std::vector<size_t> counts = shards_.counts(b.lo, b.hi);
   const bool reduce_scatter = strategy_ == Strategy::zero1;
   if (blocking) {
-    if (g.is_bf16()) reduce_scatter ? shard_->reduce_scatter(g.h(b.lo), counts) : shard_->all_reduce(g.h(b.lo), counts);
-    else reduce_scatter ? shard_->reduce_scatter(g.t(b.lo), counts) : shard_->all_reduce(g.t(b.lo), counts);
+    if (g.is_bf16())
+      reduce_scatter ? shard_->reduce_scatter(g.h(b.lo), counts) : shard_->all_reduce(g.h(b.lo), counts);
+    else
+      reduce_scatter ? shard_->reduce_scatter(g.t(b.lo), counts) : shard_->all_reduce(g.t(b.lo), counts);
     return;
   }
   if (g.is_bf16())
@@ -133,8 +135,10 @@ void DataParallel<T>::finish_gradients() {
   }
   if (across_) {  // hybrid: every node holds the node-sum of its shard; one all-reduce across nodes makes it global
     FlatStore<T>& g = states_->grads();
-    if (g.is_bf16()) across_->all_reduce(g.h(g.begin()), g.size());
-    else across_->all_reduce(g.t(g.begin()), g.size());
+    if (g.is_bf16())
+      across_->all_reduce(g.h(g.begin()), g.size());
+    else
+      across_->all_reduce(g.t(g.begin()), g.size());
   }
 }
 

@@ -20,7 +20,7 @@ struct ShardLayout {
   ShardLayout() = default;
   ShardLayout(size_t psi, int g, int m) : params(psi), group(g), member(m) {}
   size_t shard() const { return (params + group - 1) / group; }  // S
-  size_t padded() const { return shard() * group; }               // Ψ_pad
+  size_t padded() const { return shard() * group; }              // Ψ_pad
   size_t begin(int m) const { return static_cast<size_t>(m) * shard(); }
   size_t my_begin() const { return begin(member); }
   size_t my_end() const { return begin(member + 1); }

@@ -15,23 +15,23 @@
 namespace shardlab::plan {
 
 enum class Attention { naive, flash };
-bool parse_attention(const std::string& s, Attention* out);   // naive | flash
+bool parse_attention(const std::string& s, Attention* out);  // naive | flash
 const char* attention_name(Attention a);
 
 struct ActivationDims {
-    std::uint64_t hidden = 128;      // h
-    std::uint64_t layers = 4;        // L
-    std::uint64_t heads = 4;         // a
-    std::uint64_t seq = 64;          // s
-    std::uint64_t micro_batch = 1;   // b
+  std::uint64_t hidden = 128;     // h
+  std::uint64_t layers = 4;       // L
+  std::uint64_t heads = 4;        // a
+  std::uint64_t seq = 64;         // s
+  std::uint64_t micro_batch = 1;  // b
 };
 
 // Exact integer bytes of the formula.
 struct ActivationEstimate {
-    std::uint64_t linear_per_layer = 0;      // 34·s·b·h
-    std::uint64_t quadratic_per_layer = 0;   // 5·a·s²·b (0 with flash attention)
-    std::uint64_t per_layer = 0;             // linear + quadratic
-    std::uint64_t total = 0;                 // L · per_layer
+  std::uint64_t linear_per_layer = 0;     // 34·s·b·h
+  std::uint64_t quadratic_per_layer = 0;  // 5·a·s²·b (0 with flash attention)
+  std::uint64_t per_layer = 0;            // linear + quadratic
+  std::uint64_t total = 0;                // L · per_layer
 };
 
 // claim C4 (naive), claim C5 (flash).

@@ -32,7 +32,7 @@
 namespace shardlab::plan {
 
 enum class RingOp { reduce_scatter, all_gather, all_reduce };
-const char* ring_op_name(RingOp op);   // the comm ledger's op names: "reduce_scatter", ...
+const char* ring_op_name(RingOp op);  // the comm ledger's op names: "reduce_scatter", ...
 
 // Elements member `member` sends in one ring collective over chunks `counts` (claim C8).
 std::uint64_t ring_sent_elements(RingOp op, const std::vector<std::uint64_t>& counts, std::size_t member);
@@ -44,21 +44,25 @@ std::vector<std::uint64_t> even_chunks(std::uint64_t total, std::uint64_t member
 
 // Bytes a rank sends, by the kind of link they leave on.
 struct LinkBytes {
-    std::uint64_t intra = 0, inter = 0;
-    std::uint64_t total() const { return intra + inter; }
-    LinkBytes& operator+=(const LinkBytes& o) { intra += o.intra; inter += o.inter; return *this; }
+  std::uint64_t intra = 0, inter = 0;
+  std::uint64_t total() const { return intra + inter; }
+  LinkBytes& operator+=(const LinkBytes& o) {
+    intra += o.intra;
+    inter += o.inter;
+    return *this;
+  }
 };
 
 // One ring collective of a step, as one rank sees it.
 struct CommPhase {
-    std::string what;               // e.g. "all-gather params (forward)"
-    RingOp op = RingOp::all_reduce;
-    std::uint64_t times = 1;        // calls per optimizer step (A or 1)
-    std::uint64_t ring = 1;         // ring size: N, K or M
-    std::uint64_t elements = 0;     // elements this rank sends per call
-    std::uint64_t elem_bytes = 0;   // b_g or b_p
-    bool inter = false;             // this rank's successor in that ring is on another node
-    std::uint64_t bytes() const { return times * elements * elem_bytes; }
+  std::string what;  // e.g. "all-gather params (forward)"
+  RingOp op = RingOp::all_reduce;
+  std::uint64_t times = 1;       // calls per optimizer step (A or 1)
+  std::uint64_t ring = 1;        // ring size: N, K or M
+  std::uint64_t elements = 0;    // elements this rank sends per call
+  std::uint64_t elem_bytes = 0;  // b_g or b_p
+  bool inter = false;            // this rank's successor in that ring is on another node
+  std::uint64_t bytes() const { return times * elements * elem_bytes; }
 };
 
 // The phases of one optimizer step for rank `rank` (0 ≤ rank < N), in call order.
@@ -66,10 +70,10 @@ std::vector<CommPhase> step_comm_phases(const Recipe& r, std::uint64_t psi, cons
 
 // Bytes rank `rank` sends per optimizer step, by ledger op and in total.
 struct StepComm {
-    LinkBytes reduce_scatter, all_gather, all_reduce;
-    LinkBytes& by_op(RingOp op);
-    const LinkBytes& by_op(RingOp op) const;
-    LinkBytes total() const;
+  LinkBytes reduce_scatter, all_gather, all_reduce;
+  LinkBytes& by_op(RingOp op);
+  const LinkBytes& by_op(RingOp op) const;
+  LinkBytes total() const;
 };
 StepComm step_comm_bytes(const Recipe& r, std::uint64_t psi, const Layout& l, std::uint64_t rank);
 

@@ -16,175 +16,175 @@ using Json = nlohmann::json;
 
 // Field readers: a missing or mistyped field throws with where it was expected.
 const Json& need(const Json& obj, const char* key, const std::string& where) {
-    if (!obj.is_object() || !obj.contains(key))
-        throw std::runtime_error(std::string("missing \"") + key + "\" in " + where);
-    return obj.at(key);
+  if (!obj.is_object() || !obj.contains(key))
+    throw std::runtime_error(std::string("missing \"") + key + "\" in " + where);
+  return obj.at(key);
 }
 u64 need_u64(const Json& obj, const char* key, const std::string& where) {
-    const Json& v = need(obj, key, where);
-    if (!v.is_number_unsigned()) throw std::runtime_error(where + "." + key + " must be a non-negative integer");
-    return v.get<u64>();
+  const Json& v = need(obj, key, where);
+  if (!v.is_number_unsigned()) throw std::runtime_error(where + "." + key + " must be a non-negative integer");
+  return v.get<u64>();
 }
 std::string need_string(const Json& obj, const char* key, const std::string& where) {
-    const Json& v = need(obj, key, where);
-    if (!v.is_string()) throw std::runtime_error(where + "." + key + " must be a string");
-    return v.get<std::string>();
+  const Json& v = need(obj, key, where);
+  if (!v.is_string()) throw std::runtime_error(where + "." + key + " must be a string");
+  return v.get<std::string>();
 }
 template <class T, class P>
 T need_word(const Json& obj, const char* key, const std::string& where, P parse) {
-    T value{};
-    const Json& v = need(obj, key, where);
-    const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-    if (!parse(s, &value)) throw std::runtime_error("unknown " + where + "." + key + " \"" + s + "\"");
-    return value;
+  T value{};
+  const Json& v = need(obj, key, where);
+  const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+  if (!parse(s, &value)) throw std::runtime_error("unknown " + where + "." + key + " \"" + s + "\"");
+  return value;
 }
 
 Recipe read_recipe(const Json& model) {
-    Recipe r;
-    r.optimizer = need_word<Optimizer>(model, "optimizer", "model", parse_optimizer);
-    r.dtype = need_word<Dtype>(model, "dtype", "model", parse_dtype);
-    r.mixed = need_word<Mixed>(model, "mixed", "model", parse_mixed);
-    if (r.mixed == Mixed::bf16) {   // only meaningful with mixed precision
-        r.grad_accum = need_word<GradAccum>(model, "grad_accum_dtype", "model", parse_grad_accum);
-        r.master = need_word<Master>(model, "master", "model", parse_master);
-    }
-    if (r.optimizer == Optimizer::sgd) {
-        const Json& m = need(model, "momentum", "model");
-        if (!m.is_number()) throw std::runtime_error("model.momentum must be a number");
-        r.momentum = m.get<double>();
-    }
-    return r;
+  Recipe r;
+  r.optimizer = need_word<Optimizer>(model, "optimizer", "model", parse_optimizer);
+  r.dtype = need_word<Dtype>(model, "dtype", "model", parse_dtype);
+  r.mixed = need_word<Mixed>(model, "mixed", "model", parse_mixed);
+  if (r.mixed == Mixed::bf16) {  // only meaningful with mixed precision
+    r.grad_accum = need_word<GradAccum>(model, "grad_accum_dtype", "model", parse_grad_accum);
+    r.master = need_word<Master>(model, "master", "model", parse_master);
+  }
+  if (r.optimizer == Optimizer::sgd) {
+    const Json& m = need(model, "momentum", "model");
+    if (!m.is_number()) throw std::runtime_error("model.momentum must be a number");
+    r.momentum = m.get<double>();
+  }
+  return r;
 }
 
 // claims C1, C3, C12: each category's current bytes must equal the formula (absent counts as 0).
 std::vector<LedgerRow> check_states(const Json& rank, const PerCategory& formula, const std::string& where) {
-    const Json& memory = need(rank, "memory", where);
-    std::vector<LedgerRow> rows;
-    for (int i = 0; i < kNumCategories; ++i) {
-        LedgerRow row;
-        row.category = category_at(i);
-        row.formula = formula.v[i];
-        const char* name = category_name(row.category);
-        if (memory.is_object() && memory.contains(name)) {
-            row.present = true;
-            row.measured = need_u64(memory.at(name), "current", where + " memory." + name);
-        }
-        row.match = row.measured == row.formula;
-        rows.push_back(row);
+  const Json& memory = need(rank, "memory", where);
+  std::vector<LedgerRow> rows;
+  for (int i = 0; i < kNumCategories; ++i) {
+    LedgerRow row;
+    row.category = category_at(i);
+    row.formula = formula.v[i];
+    const char* name = mem_name(row.category);
+    if (memory.is_object() && memory.contains(name)) {
+      row.present = true;
+      row.measured = need_u64(memory.at(name), "current", where + " memory." + name);
     }
-    return rows;
+    row.match = row.measured == row.formula;
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 // Sums comm.totals entries of ring reduce_scatter / all_gather / all_reduce on axis "dp" by op.
 StepComm measured_dp_ring(const Json& rank, const std::string& where) {
-    const Json& comm = need(rank, "comm", where);
-    const Json& totals = need(comm, "totals", where + ".comm");
-    if (!totals.is_array()) throw std::runtime_error(where + ".comm.totals must be an array");
-    StepComm m;
-    for (const Json& t : totals) {
-        const std::string w = where + ".comm.totals[]";
-        if (need_string(t, "axis", w) != "dp" || need_string(t, "impl", w) != "ring") continue;
-        const std::string op = need_string(t, "op", w);
-        for (RingOp o : {RingOp::reduce_scatter, RingOp::all_gather, RingOp::all_reduce})
-            if (op == ring_op_name(o)) {
-                LinkBytes b;
-                b.intra = need_u64(t, "sent_intra", w);
-                b.inter = need_u64(t, "sent_inter", w);
-                m.by_op(o) += b;
-            }
-    }
-    return m;
+  const Json& comm = need(rank, "comm", where);
+  const Json& totals = need(comm, "totals", where + ".comm");
+  if (!totals.is_array()) throw std::runtime_error(where + ".comm.totals must be an array");
+  StepComm m;
+  for (const Json& t : totals) {
+    const std::string w = where + ".comm.totals[]";
+    if (need_string(t, "axis", w) != "dp" || need_string(t, "impl", w) != "ring") continue;
+    const std::string op = need_string(t, "op", w);
+    for (RingOp o : {RingOp::reduce_scatter, RingOp::all_gather, RingOp::all_reduce})
+      if (op == ring_op_name(o)) {
+        LinkBytes b;
+        b.intra = need_u64(t, "sent_intra", w);
+        b.inter = need_u64(t, "sent_inter", w);
+        m.by_op(o) += b;
+      }
+  }
+  return m;
 }
 
 bool times_equals(u64 per_step, u64 steps, u64 measured) { return u128(per_step) * steps == u128(measured); }
 
 void read_layout(const Json& j, LedgerCheck* c) {
-    const Json& l = need(j, "layout", "the ledger");
-    c->sharded = true;
-    c->layout.dp = need_u64(l, "dp", "layout");
-    c->layout.strategy = need_word<Strategy>(l, "strategy", "layout", parse_strategy);
-    if (l.contains("ranks_per_node")) c->layout.ranks_per_node = need_u64(l, "ranks_per_node", "layout");
-    c->layout.accum = need_u64(l, "accum", "layout");
-    c->steps = need_u64(l, "steps", "layout");
-    c->comm_impl = need_string(l, "comm", "layout");
-    if (c->comm_impl != "ring" && c->comm_impl != "mpi")
-        throw std::runtime_error("unknown layout.comm \"" + c->comm_impl + "\" (ring or mpi)");
-    const std::string bad = layout_error(c->layout);
-    if (!bad.empty()) throw std::runtime_error("layout: " + bad);
-    if (static_cast<u64>(c->world_size) != c->layout.dp)
-        throw std::runtime_error("world_size " + std::to_string(c->world_size) + " is not layout.dp " +
-                                 std::to_string(c->layout.dp) + " (only pure data-parallel runs are checked)");
-    c->sharding = shard_sizes(c->layout, c->psi);
-    c->comm_checked = c->comm_impl == "ring";
-    const std::pair<const char*, u64> derived[] = {{"shard_group", c->sharding.group},
-                                                   {"padded_params", c->sharding.padded},
-                                                   {"shard", c->sharding.shard}};
-    for (const auto& [field, formula] : derived)
-        if (l.contains(field)) {
-            LayoutRow row{field, formula, need_u64(l, field, "layout"), false};
-            row.match = row.measured == row.formula;
-            c->layout_rows.push_back(row);
-        }
+  const Json& l = need(j, "layout", "the ledger");
+  c->sharded = true;
+  c->layout.dp = need_u64(l, "dp", "layout");
+  c->layout.strategy = need_word<Strategy>(l, "strategy", "layout", parse_strategy);
+  if (l.contains("ranks_per_node")) c->layout.ranks_per_node = need_u64(l, "ranks_per_node", "layout");
+  c->layout.accum = need_u64(l, "accum", "layout");
+  c->steps = need_u64(l, "steps", "layout");
+  c->comm_impl = need_string(l, "comm", "layout");
+  if (c->comm_impl != "ring" && c->comm_impl != "mpi")
+    throw std::runtime_error("unknown layout.comm \"" + c->comm_impl + "\" (ring or mpi)");
+  const std::string bad = layout_error(c->layout);
+  if (!bad.empty()) throw std::runtime_error("layout: " + bad);
+  if (static_cast<u64>(c->world_size) != c->layout.dp)
+    throw std::runtime_error("world_size " + std::to_string(c->world_size) + " is not layout.dp " +
+                             std::to_string(c->layout.dp) + " (only pure data-parallel runs are checked)");
+  c->sharding = shard_layout(c->layout, c->psi);
+  c->comm_checked = c->comm_impl == "ring";
+  const std::pair<const char*, u64> derived[] = {{"shard_group", static_cast<u64>(c->sharding.group)},
+                                                 {"padded_params", c->sharding.padded()},
+                                                 {"shard", c->sharding.shard()}};
+  for (const auto& [field, formula] : derived)
+    if (l.contains(field)) {
+      LayoutRow row{field, formula, need_u64(l, field, "layout"), false};
+      row.match = row.measured == row.formula;
+      c->layout_rows.push_back(row);
+    }
 }
 }  // namespace
 
 bool LedgerCheck::ok() const {
-    for (const LayoutRow& r : layout_rows)
-        if (!r.match) return false;
-    for (const RankCheck& r : ranks) {
-        if (!std::all_of(r.states.begin(), r.states.end(), [](const LedgerRow& s) { return s.match; })) return false;
-        if (comm_checked && !r.comm.match) return false;
-    }
-    return !ranks.empty();
+  for (const LayoutRow& r : layout_rows)
+    if (!r.match) return false;
+  for (const RankCheck& r : ranks) {
+    if (!std::all_of(r.states.begin(), r.states.end(), [](const LedgerRow& s) { return s.match; })) return false;
+    if (comm_checked && !r.comm.match) return false;
+  }
+  return !ranks.empty();
 }
 
 LedgerCheck check_ledger_text(const std::string& json_text) {
-    Json j;
-    try {
-        j = Json::parse(json_text);
-    } catch (const Json::parse_error& e) {
-        throw std::runtime_error(std::string("not valid JSON: ") + e.what());
-    }
-    LedgerCheck c;
-    const Json& model = need(j, "model", "the ledger");
-    c.psi = need_u64(model, "params", "model");
-    c.recipe = read_recipe(model);
-    if (j.contains("world_size")) c.world_size = static_cast<int>(need_u64(j, "world_size", "the ledger"));
-    const Json& ranks = need(j, "ranks", "the ledger");
-    if (!ranks.is_array()) throw std::runtime_error("\"ranks\" must be an array");
-    if (j.contains("layout")) read_layout(j, &c);
+  Json j;
+  try {
+    j = Json::parse(json_text);
+  } catch (const Json::parse_error& e) {
+    throw std::runtime_error(std::string("not valid JSON: ") + e.what());
+  }
+  LedgerCheck c;
+  const Json& model = need(j, "model", "the ledger");
+  c.psi = need_u64(model, "params", "model");
+  c.recipe = read_recipe(model);
+  if (j.contains("world_size")) c.world_size = static_cast<int>(need_u64(j, "world_size", "the ledger"));
+  const Json& ranks = need(j, "ranks", "the ledger");
+  if (!ranks.is_array()) throw std::runtime_error("\"ranks\" must be an array");
+  if (j.contains("layout")) read_layout(j, &c);
 
-    // Without a layout only rank 0 is checked, against the unsharded formula (claims C1, C3, C11).
-    const u64 checked = c.sharded ? c.layout.dp : 1;
-    std::vector<const Json*> by_rank(checked, nullptr);
-    for (const Json& r : ranks) {
-        if (!r.is_object() || !r.contains("rank") || !r.at("rank").is_number_unsigned()) continue;
-        const u64 k = r.at("rank").get<u64>();
-        if (k >= checked) continue;
-        if (by_rank[k]) throw std::runtime_error("rank " + std::to_string(k) + " appears twice in \"ranks\"");
-        by_rank[k] = &r;
+  // Without a layout only rank 0 is checked, against the unsharded formula (claims C1, C3, C11).
+  const u64 checked = c.sharded ? c.layout.dp : 1;
+  std::vector<const Json*> by_rank(checked, nullptr);
+  for (const Json& r : ranks) {
+    if (!r.is_object() || !r.contains("rank") || !r.at("rank").is_number_unsigned()) continue;
+    const u64 k = r.at("rank").get<u64>();
+    if (k >= checked) continue;
+    if (by_rank[k]) throw std::runtime_error("rank " + std::to_string(k) + " appears twice in \"ranks\"");
+    by_rank[k] = &r;
+  }
+  const PerCategory states =
+      c.sharded ? per_rank_model_state_bytes(c.recipe, c.psi, c.layout) : model_state_bytes(c.recipe, c.psi);
+  for (u64 k = 0; k < checked; ++k) {
+    const std::string where = "rank " + std::to_string(k);
+    if (!by_rank[k]) throw std::runtime_error("no entry with \"rank\": " + std::to_string(k) + " in \"ranks\"");
+    RankCheck rc;
+    rc.rank = static_cast<int>(k);
+    rc.states = check_states(*by_rank[k], states, where);
+    if (c.comm_checked) {  // claims C8, C12, C14: ring bytes per step, exactly
+      CommRow& m = rc.comm;
+      m.formula = step_comm_bytes(c.recipe, c.psi, c.layout, k);
+      m.measured = measured_dp_ring(*by_rank[k], where);
+      m.steps = c.steps;
+      m.split = c.layout.ranks_per_node > 0;
+      const LinkBytes f = m.formula.total(), got = m.measured.total();
+      m.match = m.split ? times_equals(f.intra, c.steps, got.intra) && times_equals(f.inter, c.steps, got.inter)
+                        : times_equals(f.total(), c.steps, got.total());
     }
-    const PerCategory states = c.sharded ? per_rank_model_state_bytes(c.recipe, c.psi, c.layout)
-                                         : model_state_bytes(c.recipe, c.psi);
-    for (u64 k = 0; k < checked; ++k) {
-        const std::string where = "rank " + std::to_string(k);
-        if (!by_rank[k]) throw std::runtime_error("no entry with \"rank\": " + std::to_string(k) + " in \"ranks\"");
-        RankCheck rc;
-        rc.rank = static_cast<int>(k);
-        rc.states = check_states(*by_rank[k], states, where);
-        if (c.comm_checked) {   // claims C8, C12, C14: ring bytes per step, exactly
-            CommRow& m = rc.comm;
-            m.formula = step_comm_bytes(c.recipe, c.psi, c.layout, k);
-            m.measured = measured_dp_ring(*by_rank[k], where);
-            m.steps = c.steps;
-            m.split = c.layout.ranks_per_node > 0;
-            const LinkBytes f = m.formula.total(), got = m.measured.total();
-            m.match = m.split ? times_equals(f.intra, c.steps, got.intra) && times_equals(f.inter, c.steps, got.inter)
-                              : times_equals(f.total(), c.steps, got.total());
-        }
-        c.ranks.push_back(rc);
-    }
-    return c;
+    c.ranks.push_back(rc);
+  }
+  return c;
 }
 
 }  // namespace shardlab::plan

@@ -25,48 +25,48 @@ namespace shardlab::plan {
 
 // One model-state category of one rank.
 struct LedgerRow {
-    Category category = Category::param;
-    std::uint64_t formula = 0;    // bytes the formula gives this rank
-    std::uint64_t measured = 0;   // ranks[rank].memory[category].current (0 if absent)
-    bool present = false;         // category appears in the ledger
-    bool match = false;           // measured == formula
+  Mem category = Mem::param;
+  std::uint64_t formula = 0;   // bytes the formula gives this rank
+  std::uint64_t measured = 0;  // ranks[rank].memory[category].current (0 if absent)
+  bool present = false;        // category appears in the ledger
+  bool match = false;          // measured == formula
 };
 
 // One rank's ring traffic on axis "dp".
 struct CommRow {
-    StepComm formula;             // bytes per step (step_comm_bytes)
-    StepComm measured;            // bytes over the whole run, from comm.totals
-    std::uint64_t steps = 0;
-    bool split = false;           // intra and inter compared separately (ranks_per_node given)
-    bool match = false;           // measured == formula × steps (per link kind when split)
+  StepComm formula;   // bytes per step (step_comm_bytes)
+  StepComm measured;  // bytes over the whole run, from comm.totals
+  std::uint64_t steps = 0;
+  bool split = false;  // intra and inter compared separately (ranks_per_node given)
+  bool match = false;  // measured == formula × steps (per link kind when split)
 };
 
 struct RankCheck {
-    int rank = 0;
-    std::vector<LedgerRow> states;   // one per Category, in ledger order
-    CommRow comm;                    // compared only when LedgerCheck::comm_checked
+  int rank = 0;
+  std::vector<LedgerRow> states;  // one per model-state category, in ledger order
+  CommRow comm;                   // compared only when LedgerCheck::comm_checked
 };
 
 // A layout field the ledger states and the formula derives.
 struct LayoutRow {
-    std::string field;            // "shard_group" | "padded_params" | "shard"
-    std::uint64_t formula = 0, measured = 0;
-    bool match = false;
+  std::string field;  // "shard_group" | "padded_params" | "shard"
+  std::uint64_t formula = 0, measured = 0;
+  bool match = false;
 };
 
 struct LedgerCheck {
-    Recipe recipe;
-    std::uint64_t psi = 0;
-    int world_size = 1;
-    bool sharded = false;            // "layout" present: every rank and its comm are checked
-    Layout layout;                   // sharded only
-    Sharding sharding;               // sharded only
-    std::uint64_t steps = 0;         // sharded only
-    std::string comm_impl;           // sharded only: "ring" | "mpi"
-    bool comm_checked = false;       // sharded ring runs
-    std::vector<LayoutRow> layout_rows;
-    std::vector<RankCheck> ranks;    // in rank order; without a layout only rank 0
-    bool ok() const;                 // every row of every rank (and every layout row) matches
+  Recipe recipe;
+  std::uint64_t psi = 0;
+  int world_size = 1;
+  bool sharded = false;       // "layout" present: every rank and its comm are checked
+  Layout layout;              // sharded only
+  ShardLayout sharding;       // sharded only
+  std::uint64_t steps = 0;    // sharded only
+  std::string comm_impl;      // sharded only: "ring" | "mpi"
+  bool comm_checked = false;  // sharded ring runs
+  std::vector<LayoutRow> layout_rows;
+  std::vector<RankCheck> ranks;  // in rank order; without a layout only rank 0
+  bool ok() const;               // every row of every rank (and every layout row) matches
 };
 
 // Parses ledger.json text and runs the check. Throws std::runtime_error with a one-line reason if

@@ -11,156 +11,158 @@ namespace {
 using u64 = std::uint64_t;
 
 std::string signed_diff(u64 measured, u64 formula) {
-    if (measured == formula) return "0";
-    return (measured > formula ? "+" : "-") + commas(measured > formula ? measured - formula : formula - measured);
+  if (measured == formula) return "0";
+  return (measured > formula ? "+" : "-") + commas(measured > formula ? measured - formula : formula - measured);
 }
 
 // Measured bytes over the run, per step: an integer when it divides, else two decimals.
 std::string per_step(u64 measured, u64 steps) {
-    if (steps == 0) return commas(measured) + " (0 steps)";
-    if (measured % steps == 0) return commas(measured / steps);
-    return fixed(static_cast<long double>(measured) / steps, 2);
+  if (steps == 0) return commas(measured) + " (0 steps)";
+  if (measured % steps == 0) return commas(measured / steps);
+  return fixed(static_cast<long double>(measured) / steps, 2);
 }
 
 // The single-process table, as lesson 02 reads it: categories as rows, rank 0 only.
 void print_unsharded(std::ostream& out, const LedgerCheck& c) {
-    out << "Model states: formula (claims C1, C3) vs rank 0's current bytes\n";
-    Table t({"category", "formula bytes", "measured bytes", "match"});
-    u64 ft = 0, mt = 0;
-    for (const LedgerRow& r : c.ranks.at(0).states) {
-        t.row({category_name(r.category), commas(r.formula), r.present ? commas(r.measured) : "(absent)",
-               r.match ? "yes" : "NO"});
-        ft += r.formula;
-        mt += r.measured;
-    }
-    t.rule();
-    t.row({"total", commas(ft), commas(mt), ft == mt ? "yes" : "NO"});
-    t.print(out);
-    if (c.world_size > 1)
-        out << "  note: no \"layout\" in the ledger, so this is the unsharded per-rank total of rank 0 (plain DP\n"
-               "  replicates it, claim C11); sharded runs are checked rank by rank when the layout is recorded.\n";
+  out << "Model states: formula (claims C1, C3) vs rank 0's current bytes\n";
+  Table t({"category", "formula bytes", "measured bytes", "match"});
+  u64 ft = 0, mt = 0;
+  for (const LedgerRow& r : c.ranks.at(0).states) {
+    t.row(
+        {mem_name(r.category), commas(r.formula), r.present ? commas(r.measured) : "(absent)", r.match ? "yes" : "NO"});
+    ft += r.formula;
+    mt += r.measured;
+  }
+  t.rule();
+  t.row({"total", commas(ft), commas(mt), ft == mt ? "yes" : "NO"});
+  t.print(out);
+  if (c.world_size > 1)
+    out << "  note: no \"layout\" in the ledger, so this is the unsharded per-rank total of rank 0 (plain DP\n"
+           "  replicates it, claim C11); sharded runs are checked rank by rank when the layout is recorded.\n";
 }
 
 void print_layout(std::ostream& out, const LedgerCheck& c) {
-    const Layout& l = c.layout;
-    const std::string nodes =
-        l.ranks_per_node ? std::to_string(l.ranks_per_node) + " ranks per node" : "nodes not recorded";
-    out << "  layout: " << strategy_label(l.strategy) << " over N = " << l.dp << " rank" << (l.dp == 1 ? "" : "s")
-        << ", shard group G = " << c.sharding.group << ", S = " << commas(c.sharding.shard) << ", Ψ_pad = "
-        << commas(c.sharding.padded) << "\n          " << nodes << ", A = " << l.accum << " micro-batch"
-        << (l.accum == 1 ? "" : "es") << " per step, " << c.steps
-        << " step" << (c.steps == 1 ? "" : "s") << ", comm " << c.comm_impl << "\n";
-    if (c.layout_rows.empty()) return;
-    Table t({"layout field", "formula", "ledger", "match"});
-    for (const LayoutRow& r : c.layout_rows)
-        t.row({r.field, commas(r.formula), commas(r.measured), r.match ? "yes" : "NO"});
-    t.print(out);
+  const Layout& l = c.layout;
+  const std::string nodes =
+      l.ranks_per_node ? std::to_string(l.ranks_per_node) + " ranks per node" : "nodes not recorded";
+  out << "  layout: " << strategy_label(l.strategy) << " over N = " << l.dp << " rank" << (l.dp == 1 ? "" : "s")
+      << ", shard group G = " << c.sharding.group << ", S = " << commas(c.sharding.shard())
+      << ", Ψ_pad = " << commas(c.sharding.padded()) << "\n          " << nodes << ", A = " << l.accum << " micro-batch"
+      << (l.accum == 1 ? "" : "es") << " per step, " << c.steps << " step" << (c.steps == 1 ? "" : "s") << ", comm "
+      << c.comm_impl << "\n";
+  if (c.layout_rows.empty()) return;
+  Table t({"layout field", "formula", "ledger", "match"});
+  for (const LayoutRow& r : c.layout_rows)
+    t.row({r.field, commas(r.formula), commas(r.measured), r.match ? "yes" : "NO"});
+  t.print(out);
 }
 
 // One row per rank: a column per category, the total, and a match flag; "!" marks a wrong cell.
 void print_states(std::ostream& out, const LedgerCheck& c) {
-    out << "Model states per rank (claims C12, C14): formula vs each rank's current bytes; ! = differs\n";
-    std::vector<std::string> header = {"rank"};
-    for (int i = 0; i < kNumCategories; ++i) header.push_back(category_name(category_at(i)));
-    header.push_back("total");
-    header.push_back("match");
-    Table t(header);
-    std::vector<std::string> f = {"formula"};
-    u64 ft = 0;
-    for (const LedgerRow& r : c.ranks.at(0).states) {
-        f.push_back(commas(r.formula));
-        ft += r.formula;
+  out << "Model states per rank (claims C12, C14): formula vs each rank's current bytes; ! = differs\n";
+  std::vector<std::string> header = {"rank"};
+  for (int i = 0; i < kNumCategories; ++i) header.push_back(mem_name(category_at(i)));
+  header.push_back("total");
+  header.push_back("match");
+  Table t(header);
+  std::vector<std::string> f = {"formula"};
+  u64 ft = 0;
+  for (const LedgerRow& r : c.ranks.at(0).states) {
+    f.push_back(commas(r.formula));
+    ft += r.formula;
+  }
+  f.push_back(commas(ft));
+  t.row(f);
+  t.rule();
+  for (const RankCheck& rc : c.ranks) {
+    std::vector<std::string> cells = {std::to_string(rc.rank)};
+    u64 mt = 0;
+    bool all = true;
+    for (const LedgerRow& r : rc.states) {
+      cells.push_back((r.present ? commas(r.measured) : "-") + (r.match ? "" : " !"));
+      mt += r.measured;
+      all = all && r.match;
     }
-    f.push_back(commas(ft));
-    t.row(f);
-    t.rule();
-    for (const RankCheck& rc : c.ranks) {
-        std::vector<std::string> cells = {std::to_string(rc.rank)};
-        u64 mt = 0;
-        bool all = true;
-        for (const LedgerRow& r : rc.states) {
-            cells.push_back((r.present ? commas(r.measured) : "-") + (r.match ? "" : " !"));
-            mt += r.measured;
-            all = all && r.match;
-        }
-        cells.push_back(commas(mt) + (mt == ft ? "" : " !"));
-        cells.push_back(all ? "yes" : "NO");
-        t.row(cells);
-    }
-    t.print(out);
-    out << "  - = absent from the ledger (counts as 0)\n";
+    cells.push_back(commas(mt) + (mt == ft ? "" : " !"));
+    cells.push_back(all ? "yes" : "NO");
+    t.row(cells);
+  }
+  t.print(out);
+  out << "  - = absent from the ledger (counts as 0)\n";
 }
 
 void print_comm(std::ostream& out, const LedgerCheck& c) {
-    if (!c.comm_checked) {
-        out << "Ring traffic: not checked — comm \"mpi\" uses MPI's built-in collectives, whose internal bytes\n"
-               "are not observable (the ledger records payloads only); rerun with ring collectives to check them.\n";
-        return;
-    }
-    const bool split = c.layout.ranks_per_node > 0;
-    out << "Bytes sent per step on axis dp, ring reduce_scatter + all_gather + all_reduce (claims C8, C12, C14):\n"
-        << "formula vs comm.totals / " << c.steps << " steps"
-        << (split ? "" : " (no ranks_per_node: intra + inter compared as one sum)") << "\n";
-    Table t({"rank", "formula intra", "formula inter", "measured intra", "measured inter", "match"});
-    for (const RankCheck& rc : c.ranks) {
-        const LinkBytes f = rc.comm.formula.total(), m = rc.comm.measured.total();
-        t.row({std::to_string(rc.rank), commas(f.intra), commas(f.inter), per_step(m.intra, c.steps),
-               per_step(m.inter, c.steps), rc.comm.match ? "yes" : "NO"});
-    }
-    t.print(out);
-    for (const RankCheck& rc : c.ranks) {
-        if (rc.comm.match) continue;
-        out << "  rank " << rc.rank << " by op, per step (formula / measured):";
-        for (RingOp o : {RingOp::reduce_scatter, RingOp::all_gather, RingOp::all_reduce})
-            out << (o == RingOp::reduce_scatter ? " " : ", ") << ring_op_name(o) << " "
-                << commas(rc.comm.formula.by_op(o).total()) << " / "
-                << per_step(rc.comm.measured.by_op(o).total(), c.steps);
-        out << "\n";
-    }
+  if (!c.comm_checked) {
+    out << "Ring traffic: not checked — comm \"mpi\" uses MPI's built-in collectives, whose internal bytes\n"
+           "are not observable (the ledger records payloads only); rerun with ring collectives to check them.\n";
+    return;
+  }
+  const bool split = c.layout.ranks_per_node > 0;
+  out << "Bytes sent per step on axis dp, ring reduce_scatter + all_gather + all_reduce (claims C8, C12, C14):\n"
+      << "formula vs comm.totals / " << c.steps << " steps"
+      << (split ? "" : " (no ranks_per_node: intra + inter compared as one sum)") << "\n";
+  Table t({"rank", "formula intra", "formula inter", "measured intra", "measured inter", "match"});
+  for (const RankCheck& rc : c.ranks) {
+    const LinkBytes f = rc.comm.formula.total(), m = rc.comm.measured.total();
+    t.row({std::to_string(rc.rank), commas(f.intra), commas(f.inter), per_step(m.intra, c.steps),
+           per_step(m.inter, c.steps), rc.comm.match ? "yes" : "NO"});
+  }
+  t.print(out);
+  for (const RankCheck& rc : c.ranks) {
+    if (rc.comm.match) continue;
+    out << "  rank " << rc.rank << " by op, per step (formula / measured):";
+    for (RingOp o : {RingOp::reduce_scatter, RingOp::all_gather, RingOp::all_reduce})
+      out << (o == RingOp::reduce_scatter ? " " : ", ") << ring_op_name(o) << " "
+          << commas(rc.comm.formula.by_op(o).total()) << " / " << per_step(rc.comm.measured.by_op(o).total(), c.steps);
+    out << "\n";
+  }
 }
 
 void print_result(std::ostream& out, const LedgerCheck& c) {
-    if (c.ok()) {
-        if (!c.sharded) out << "result: every category matches exactly\n";
-        else if (c.comm_checked) out << "result: every rank, category and ring total matches exactly\n";
-        else out << "result: every rank and category matches exactly (ring bytes not checked: comm mpi)\n";
-        return;
+  if (c.ok()) {
+    if (!c.sharded)
+      out << "result: every category matches exactly\n";
+    else if (c.comm_checked)
+      out << "result: every rank, category and ring total matches exactly\n";
+    else
+      out << "result: every rank and category matches exactly (ring bytes not checked: comm mpi)\n";
+    return;
+  }
+  out << "result: MISMATCH in";
+  for (const LayoutRow& r : c.layout_rows)
+    if (!r.match) out << " layout." << r.field << " (ledger " << signed_diff(r.measured, r.formula) << ")";
+  for (const RankCheck& rc : c.ranks) {
+    const std::string who = c.sharded ? "rank " + std::to_string(rc.rank) + " " : "";
+    for (const LedgerRow& r : rc.states)
+      if (!r.match)
+        out << " " << who << mem_name(r.category) << " (measured " << signed_diff(r.measured, r.formula) << " B)";
+    if (c.comm_checked && !rc.comm.match) {
+      const LinkBytes f = rc.comm.formula.total(), m = rc.comm.measured.total();
+      out << " " << who << "comm (over the run, measured ";
+      if (rc.comm.split)
+        out << "intra " << signed_diff(m.intra, f.intra * c.steps) << " B, inter "
+            << signed_diff(m.inter, f.inter * c.steps) << " B)";
+      else
+        out << signed_diff(m.total(), f.total() * c.steps) << " B)";
     }
-    out << "result: MISMATCH in";
-    for (const LayoutRow& r : c.layout_rows)
-        if (!r.match) out << " layout." << r.field << " (ledger " << signed_diff(r.measured, r.formula) << ")";
-    for (const RankCheck& rc : c.ranks) {
-        const std::string who = c.sharded ? "rank " + std::to_string(rc.rank) + " " : "";
-        for (const LedgerRow& r : rc.states)
-            if (!r.match)
-                out << " " << who << category_name(r.category) << " (measured " << signed_diff(r.measured, r.formula)
-                    << " B)";
-        if (c.comm_checked && !rc.comm.match) {
-            const LinkBytes f = rc.comm.formula.total(), m = rc.comm.measured.total();
-            out << " " << who << "comm (over the run, measured ";
-            if (rc.comm.split)
-                out << "intra " << signed_diff(m.intra, f.intra * c.steps) << " B, inter "
-                    << signed_diff(m.inter, f.inter * c.steps) << " B)";
-            else out << signed_diff(m.total(), f.total() * c.steps) << " B)";
-        }
-    }
-    out << "\n";
+  }
+  out << "\n";
 }
 }  // namespace
 
 int print_ledger_check(std::ostream& out, const std::string& path, const LedgerCheck& c) {
-    out << "ledger: " << path << "\n"
-        << "  Ψ = " << commas(c.psi) << " (model.params); recipe: " << recipe_label(c.recipe) << "; world size "
-        << c.world_size << "\n";
-    if (!c.sharded) {
-        print_unsharded(out, c);
-    } else {
-        print_layout(out, c);
-        print_states(out, c);
-        print_comm(out, c);
-    }
-    print_result(out, c);
-    return c.ok() ? 0 : 1;
+  out << "ledger: " << path << "\n"
+      << "  Ψ = " << commas(c.psi) << " (model.params); recipe: " << recipe_label(c.recipe) << "; world size "
+      << c.world_size << "\n";
+  if (!c.sharded) {
+    print_unsharded(out, c);
+  } else {
+    print_layout(out, c);
+    print_states(out, c);
+    print_comm(out, c);
+  }
+  print_result(out, c);
+  return c.ok() ? 0 : 1;
 }
 
 }  // namespace shardlab::plan

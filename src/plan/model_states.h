@@ -14,29 +14,29 @@
 #include <string>
 #include <vector>
 
+#include "core/ledger.h"
+
 namespace shardlab::plan {
 
-// The ledger's model-state categories, in the ledger's names (see core/ memory ledger).
-enum class Category : int { param = 0, grad, master, adam_m, adam_v, momentum };
+// The model-state categories are the memory ledger's first six (core/ledger.h: param, grad, master,
+// adam_m, adam_v, momentum), so formulas and measurements share their names.
 constexpr int kNumCategories = 6;
-const char* category_name(Category c);                 // "param", "grad", ..., "momentum"
-bool parse_category(const std::string& s, Category* out);
-inline Category category_at(int i) { return static_cast<Category>(i); }
+inline Mem category_at(int i) { return static_cast<Mem>(i); }
 
-enum class Optimizer { adamw, sgd, adam8bit };          // adam8bit: plan only, never trained
-enum class Dtype { f32, f64 };                          // --dtype; with mixed bf16 compute is f32
-enum class Mixed { none, bf16 };                        // --mixed
-enum class GradAccum { bf16, fp32 };                    // --grad-accum-dtype (only with mixed bf16)
-enum class Master { fp32, none };                       // --master (only with mixed bf16)
+enum class Optimizer { adamw, sgd, adam8bit };  // adam8bit: plan only, never trained
+enum class Dtype { f32, f64 };                  // --dtype; with mixed bf16 compute is f32
+enum class Mixed { none, bf16 };                // --mixed
+enum class GradAccum { bf16, fp32 };            // --grad-accum-dtype (only with mixed bf16)
+enum class Master { fp32, none };               // --master (only with mixed bf16)
 
 // One training recipe. Defaults are the chapter's C1 recipe: AdamW, bf16 mixed, fp32 master.
 struct Recipe {
-    Optimizer optimizer = Optimizer::adamw;
-    Mixed mixed = Mixed::bf16;
-    Dtype dtype = Dtype::f32;
-    GradAccum grad_accum = GradAccum::bf16;
-    Master master = Master::fp32;
-    double momentum = 0.9;                              // SGD only; 0 → no momentum state
+  Optimizer optimizer = Optimizer::adamw;
+  Mixed mixed = Mixed::bf16;
+  Dtype dtype = Dtype::f32;
+  GradAccum grad_accum = GradAccum::bf16;
+  Master master = Master::fp32;
+  double momentum = 0.9;  // SGD only; 0 → no momentum state
 };
 
 // Parsers for the CLI / ledger spellings; return false on an unknown word.
@@ -50,15 +50,15 @@ const char* dtype_name(Dtype d);
 const char* mixed_name(Mixed m);
 const char* grad_accum_name(GradAccum g);
 const char* master_name(Master m);
-std::string recipe_label(const Recipe& r);               // e.g. "adamw, mixed bf16, f32, grad bf16, master fp32"
+std::string recipe_label(const Recipe& r);  // e.g. "adamw, mixed bf16, f32, grad bf16, master fp32"
 
 // Unsigned integer amounts, one per category (bytes per parameter, or bytes).
 struct PerCategory {
-    std::array<std::uint64_t, kNumCategories> v{};
-    std::uint64_t& operator[](Category c) { return v[static_cast<int>(c)]; }
-    std::uint64_t operator[](Category c) const { return v[static_cast<int>(c)]; }
-    std::uint64_t total() const;
-    std::uint64_t optimizer_total() const;               // master + adam_m + adam_v + momentum
+  std::array<std::uint64_t, kNumCategories> v{};
+  std::uint64_t& operator[](Mem c) { return v[static_cast<int>(c)]; }
+  std::uint64_t operator[](Mem c) const { return v[static_cast<int>(c)]; }
+  std::uint64_t total() const;
+  std::uint64_t optimizer_total() const;  // master + adam_m + adam_v + momentum
 };
 
 // Bytes per parameter for a recipe (all integers). Claims C1 (16), C3 (18, SGD 4 B state, 8-bit ~3).
@@ -71,10 +71,10 @@ PerCategory model_state_bytes(const Recipe& r, std::uint64_t psi);
 // V vocab, T max positions, C hidden, L layers. Pre-LN blocks, fused QKV with bias, W^O with bias,
 // MLP C→4C→C with biases, final LN, untied LM head without bias.
 struct GptDims {
-    std::uint64_t vocab = 256;
-    std::uint64_t seq = 64;       // T: learned position embeddings
-    std::uint64_t hidden = 128;   // C
-    std::uint64_t layers = 4;     // L
+  std::uint64_t vocab = 256;
+  std::uint64_t seq = 64;      // T: learned position embeddings
+  std::uint64_t hidden = 128;  // C
+  std::uint64_t layers = 4;    // L
 };
 
 // Every trainable parameter: V·C + T·C + L·(12C² + 13C) + 2C + C·V.

@@ -17,144 +17,149 @@ namespace {
 
 using u64 = std::uint64_t;
 
-constexpr long double kGpuBytes = 80e9L;   // claim C1: "80 GB GPU"
+constexpr long double kGpuBytes = 80e9L;  // claim C1: "80 GB GPU"
 
 // ---- the plan tables ---------------------------------------------------------------------------
 void print_model_states(std::ostream& out, const Recipe& r, u64 psi) {
-    const PerCategory per = bytes_per_param(r);
-    const PerCategory bytes = model_state_bytes(r, psi);
-    const Unit u = unit_for(bytes.total());
-    out << "Model states (claim C1): bytes per parameter × Ψ; no batch or sequence in them (C6)\n";
-    Table t({"category", "B/param", "bytes", u.name});
-    for (int i = 0; i < kNumCategories; ++i)
-        t.row({category_name(category_at(i)), std::to_string(per.v[i]), commas(bytes.v[i]), in_unit(bytes.v[i], u)});
-    t.rule();
-    t.row({"total", std::to_string(per.total()), commas(bytes.total()), in_unit(bytes.total(), u)});
-    t.print(out);
-    const long double gpus = bytes.total() / kGpuBytes;
-    if (gpus <= 1)
-        out << "  fits in one 80 GB GPU" << (gpus >= 1e-3L ? " (" + fixed(100 * gpus, 1) + "% of it)" : "")
-            << " before any activation\n";
-    else out << "  = " << fixed(gpus, 2) << " × an 80 GB GPU: model states alone need "
-             << static_cast<u64>(std::ceil(gpus - 1e-12L)) << " of them (claim C1)\n";
-    const u64 pg = per[Category::param] + per[Category::grad];
-    if (per.optimizer_total() > 0)
-        out << "  param + grad alone (" << pg << " B/param) would be " << fixed(100.0L * pg / per.total(), 0)
-            << "% of this: forgetting the optimizer's\n  " << per.optimizer_total()
-            << " B/param is the common underestimate (claim C3)\n";
-    out << "\n";
+  const PerCategory per = bytes_per_param(r);
+  const PerCategory bytes = model_state_bytes(r, psi);
+  const Unit u = unit_for(bytes.total());
+  out << "Model states (claim C1): bytes per parameter × Ψ; no batch or sequence in them (C6)\n";
+  Table t({"category", "B/param", "bytes", u.name});
+  for (int i = 0; i < kNumCategories; ++i)
+    t.row({mem_name(category_at(i)), std::to_string(per.v[i]), commas(bytes.v[i]), in_unit(bytes.v[i], u)});
+  t.rule();
+  t.row({"total", std::to_string(per.total()), commas(bytes.total()), in_unit(bytes.total(), u)});
+  t.print(out);
+  const long double gpus = bytes.total() / kGpuBytes;
+  if (gpus <= 1)
+    out << "  fits in one 80 GB GPU" << (gpus >= 1e-3L ? " (" + fixed(100 * gpus, 1) + "% of it)" : "")
+        << " before any activation\n";
+  else
+    out << "  = " << fixed(gpus, 2) << " × an 80 GB GPU: model states alone need "
+        << static_cast<u64>(std::ceil(gpus - 1e-12L)) << " of them (claim C1)\n";
+  const u64 pg = per[Mem::param] + per[Mem::grad];
+  if (per.optimizer_total() > 0)
+    out << "  param + grad alone (" << pg << " B/param) would be " << fixed(100.0L * pg / per.total(), 0)
+        << "% of this: forgetting the optimizer's\n  " << per.optimizer_total()
+        << " B/param is the common underestimate (claim C3)\n";
+  out << "\n";
 }
 
 void print_variants(std::ostream& out, const Recipe& chosen, u64 psi) {
-    using O = Optimizer;
-    const Mixed bf16 = Mixed::bf16, pure = Mixed::none;
-    const Dtype f32 = Dtype::f32, f64 = Dtype::f64;
-    const GradAccum a16 = GradAccum::bf16, a32 = GradAccum::fp32;
-    const Master m32 = Master::fp32, none = Master::none;
-    const struct { const char* label; Recipe r; } rows[] = {
-        {"adamw, mixed bf16 (C1)", {O::adamw, bf16, f32, a16, m32, 0.9}},
-        {"adamw, bf16 + fp32 grad accum (C3)", {O::adamw, bf16, f32, a32, m32, 0.9}},
-        {"adamw, bf16, no master", {O::adamw, bf16, f32, a16, none, 0.9}},
-        {"adamw, fp32", {O::adamw, pure, f32, a16, none, 0.9}},
-        {"adamw, fp64", {O::adamw, pure, f64, a16, none, 0.9}},
-        {"sgd+momentum, mixed bf16 (C3)", {O::sgd, bf16, f32, a16, m32, 0.9}},
-        {"sgd+momentum, fp32", {O::sgd, pure, f32, a16, none, 0.9}},
-        {"sgd+momentum, fp64", {O::sgd, pure, f64, a16, none, 0.9}},
-        {"sgd, momentum 0, fp32", {O::sgd, pure, f32, a16, none, 0.0}},
-        {"adam8bit, mixed bf16 (C3)", {O::adam8bit, bf16, f32, a16, m32, 0.9}}};
-    const Unit u = unit_for(model_state_bytes(rows[4].r, psi).total());   // fp64 is the largest
-    out << "Recipes side by side, same Ψ (claims C1, C3); * = the recipe above\n";
-    Table t({"recipe", "param", "grad", "master", "adam_m", "adam_v", "momentum", "optimizer", "B/param", u.name});
-    const PerCategory mine = bytes_per_param(chosen);
-    for (const auto& row : rows) {
-        const PerCategory b = bytes_per_param(row.r);
-        std::vector<std::string> cells = {std::string(b.v == mine.v ? "* " : "  ") + row.label};
-        for (u64 x : b.v) cells.push_back(std::to_string(x));
-        cells.push_back(std::to_string(b.optimizer_total()));
-        cells.push_back(std::to_string(b.total()));
-        cells.push_back(in_unit(b.total() * psi, u));
-        t.row(cells);
-    }
-    t.print(out);
-    out << "  adam8bit: the chapter's \"12 bytes shrink to ~3\" read literally (each 4-byte optimizer state\n"
-           "  at 1 byte); real 8-bit Adam keeps m, v at 1 B and the master as configured: 2 to 6 B.\n\n";
+  using O = Optimizer;
+  const Mixed bf16 = Mixed::bf16, pure = Mixed::none;
+  const Dtype f32 = Dtype::f32, f64 = Dtype::f64;
+  const GradAccum a16 = GradAccum::bf16, a32 = GradAccum::fp32;
+  const Master m32 = Master::fp32, none = Master::none;
+  const struct {
+    const char* label;
+    Recipe r;
+  } rows[] = {{"adamw, mixed bf16 (C1)", {O::adamw, bf16, f32, a16, m32, 0.9}},
+              {"adamw, bf16 + fp32 grad accum (C3)", {O::adamw, bf16, f32, a32, m32, 0.9}},
+              {"adamw, bf16, no master", {O::adamw, bf16, f32, a16, none, 0.9}},
+              {"adamw, fp32", {O::adamw, pure, f32, a16, none, 0.9}},
+              {"adamw, fp64", {O::adamw, pure, f64, a16, none, 0.9}},
+              {"sgd+momentum, mixed bf16 (C3)", {O::sgd, bf16, f32, a16, m32, 0.9}},
+              {"sgd+momentum, fp32", {O::sgd, pure, f32, a16, none, 0.9}},
+              {"sgd+momentum, fp64", {O::sgd, pure, f64, a16, none, 0.9}},
+              {"sgd, momentum 0, fp32", {O::sgd, pure, f32, a16, none, 0.0}},
+              {"adam8bit, mixed bf16 (C3)", {O::adam8bit, bf16, f32, a16, m32, 0.9}}};
+  const Unit u = unit_for(model_state_bytes(rows[4].r, psi).total());  // fp64 is the largest
+  out << "Recipes side by side, same Ψ (claims C1, C3); * = the recipe above\n";
+  Table t({"recipe", "param", "grad", "master", "adam_m", "adam_v", "momentum", "optimizer", "B/param", u.name});
+  const PerCategory mine = bytes_per_param(chosen);
+  for (const auto& row : rows) {
+    const PerCategory b = bytes_per_param(row.r);
+    std::vector<std::string> cells = {std::string(b.v == mine.v ? "* " : "  ") + row.label};
+    for (u64 x : b.v) cells.push_back(std::to_string(x));
+    cells.push_back(std::to_string(b.optimizer_total()));
+    cells.push_back(std::to_string(b.total()));
+    cells.push_back(in_unit(b.total() * psi, u));
+    t.row(cells);
+  }
+  t.print(out);
+  out << "  adam8bit: the chapter's \"12 bytes shrink to ~3\" read literally (each 4-byte optimizer state\n"
+         "  at 1 byte); real 8-bit Adam keeps m, v at 1 B and the master as configured: 2 to 6 B.\n\n";
 }
 
 void print_activations(std::ostream& out, const ActivationDims& d, Attention chosen, u64 model_bytes) {
-    const ActivationEstimate naive = estimate_activations(d, Attention::naive);
-    const ActivationEstimate flash = estimate_activations(d, Attention::flash);
-    const Unit u = unit_for(std::max(naive.total, model_bytes));
-    const u64 sbh = d.seq * d.micro_batch * d.hidden;
-    out << "Activations per layer ≈ s·b·h·(34 + 5·a·s/h) bytes, 2-byte activations (claims C4, C5)\n"
-        << "  s=" << d.seq << " b=" << d.micro_batch << " h=" << d.hidden << " a=" << d.heads << " L=" << d.layers
-        << ": s·b·h = " << commas(sbh) << ", 5·a·s/h = " << shortest(5.0L * d.heads * d.seq / d.hidden)
-        << "; * = --attention\n";
-    Table t({"attention", "linear/layer", "quadratic/layer", "per layer", "× L", "whole model"});
-    for (const auto& [a, e] : {std::pair{Attention::naive, naive}, std::pair{Attention::flash, flash}})
-        t.row({std::string(a == chosen ? "* " : "  ") + attention_name(a), in_unit(e.linear_per_layer, u),
-               in_unit(e.quadratic_per_layer, u), in_unit(e.per_layer, u), std::to_string(d.layers),
-               in_unit(e.total, u)});
-    t.print(out);
-    out << "\nOne GPU, no parallelism: model states + activations (claim C6: only activations move with b, s,\n"
-           "attention kernel and recompute)\n";
-    Table m({"attention", "model states", "activations", "total"});
-    for (const auto& [a, e] : {std::pair{Attention::naive, naive}, std::pair{Attention::flash, flash}})
-        m.row({std::string(a == chosen ? "* " : "  ") + attention_name(a), in_unit(model_bytes, u),
-               in_unit(e.total, u), in_unit(model_bytes + e.total, u)});
-    m.print(out);
-    if (naive.total > model_bytes)
-        out << "  naive activations exceed the model states at b=" << d.micro_batch << " (claim C4)\n";
+  const ActivationEstimate naive = estimate_activations(d, Attention::naive);
+  const ActivationEstimate flash = estimate_activations(d, Attention::flash);
+  const Unit u = unit_for(std::max(naive.total, model_bytes));
+  const u64 sbh = d.seq * d.micro_batch * d.hidden;
+  out << "Activations per layer ≈ s·b·h·(34 + 5·a·s/h) bytes, 2-byte activations (claims C4, C5)\n"
+      << "  s=" << d.seq << " b=" << d.micro_batch << " h=" << d.hidden << " a=" << d.heads << " L=" << d.layers
+      << ": s·b·h = " << commas(sbh) << ", 5·a·s/h = " << shortest(5.0L * d.heads * d.seq / d.hidden)
+      << "; * = --attention\n";
+  Table t({"attention", "linear/layer", "quadratic/layer", "per layer", "× L", "whole model"});
+  for (const auto& [a, e] : {std::pair{Attention::naive, naive}, std::pair{Attention::flash, flash}})
+    t.row({std::string(a == chosen ? "* " : "  ") + attention_name(a), in_unit(e.linear_per_layer, u),
+           in_unit(e.quadratic_per_layer, u), in_unit(e.per_layer, u), std::to_string(d.layers), in_unit(e.total, u)});
+  t.print(out);
+  out << "\nOne GPU, no parallelism: model states + activations (claim C6: only activations move with b, s,\n"
+         "attention kernel and recompute)\n";
+  Table m({"attention", "model states", "activations", "total"});
+  for (const auto& [a, e] : {std::pair{Attention::naive, naive}, std::pair{Attention::flash, flash}})
+    m.row({std::string(a == chosen ? "* " : "  ") + attention_name(a), in_unit(model_bytes, u), in_unit(e.total, u),
+           in_unit(model_bytes + e.total, u)});
+  m.print(out);
+  if (naive.total > model_bytes)
+    out << "  naive activations exceed the model states at b=" << d.micro_batch << " (claim C4)\n";
 }
 
 }  // namespace
 
 void print_plan(std::ostream& out, const PlanRequest& o) {
-    const bool preset = o.preset_given;
-    const u64 psi = o.psi();
-    out << "shardlab plan: the chapter's memory formulas (1 GB = 1e9 bytes)\n";
-    if (preset) {
-        out << "model:  preset " << o.preset.name << ", Ψ = " << commas(psi) << " (the chapter's round number)\n";
-        if (o.preset.name == "70b")
-            out << "        the chapter gives no 70B shape; activations use h=8192 L=80 a=64 (our choice)\n";
-    } else {
-        const u64 counted = gpt_param_count(o.gpt);
-        out << "model:  GPT V=" << o.gpt.vocab << " T=" << o.gpt.seq << " C=" << o.gpt.hidden << " L=" << o.gpt.layers
-            << " heads=" << o.act.heads << ": " << commas(counted) << " params, N_matmul = "
-            << commas(gpt_matmul_param_count(o.gpt)) << ", " << commas(gpt_flops_per_token(o.gpt, o.gpt.seq))
-            << " model FLOPs/token\n";
-        out << "        Ψ = " << commas(psi) << (o.params ? " (from --params)" : " (counted from the dims)") << "\n";
-    }
-    out << "recipe: " << recipe_label(o.recipe) << "\n\n";
-    print_model_states(out, o.recipe, psi);
-    print_variants(out, o.recipe, psi);
-    print_activations(out, o.act, o.attention, model_state_bytes(o.recipe, psi).total());
-    if (o.sharding) {
-        out << "\n";
-        print_sharding(out, o.recipe, psi, o.dp, o.act, o.attention);
-    }
+  const bool preset = o.preset_given;
+  const u64 psi = o.psi();
+  out << "shardlab plan: the chapter's memory formulas (1 GB = 1e9 bytes)\n";
+  if (preset) {
+    out << "model:  preset " << o.preset.name << ", Ψ = " << commas(psi) << " (the chapter's round number)\n";
+    if (o.preset.name == "70b")
+      out << "        the chapter gives no 70B shape; activations use h=8192 L=80 a=64 (our choice)\n";
+  } else {
+    const u64 counted = gpt_param_count(o.gpt);
+    out << "model:  GPT V=" << o.gpt.vocab << " T=" << o.gpt.seq << " C=" << o.gpt.hidden << " L=" << o.gpt.layers
+        << " heads=" << o.act.heads << ": " << commas(counted)
+        << " params, N_matmul = " << commas(gpt_matmul_param_count(o.gpt)) << ", "
+        << commas(gpt_flops_per_token(o.gpt, o.gpt.seq)) << " model FLOPs/token\n";
+    out << "        Ψ = " << commas(psi) << (o.params ? " (from --params)" : " (counted from the dims)") << "\n";
+  }
+  out << "recipe: " << recipe_label(o.recipe) << "\n\n";
+  print_model_states(out, o.recipe, psi);
+  print_variants(out, o.recipe, psi);
+  print_activations(out, o.act, o.attention, model_state_bytes(o.recipe, psi).total());
+  if (o.sharding) {
+    out << "\n";
+    print_sharding(out, o.recipe, psi, o.dp, o.act, o.attention);
+  }
 }
 
 int run_ledger(const std::string& path, std::ostream& out, std::ostream& err) {
-    std::ifstream f(path);
-    if (!f) { err << "plan: cannot read ledger '" << path << "'\n"; return 2; }
-    std::stringstream text;
-    text << f.rdbuf();
-    LedgerCheck c;
-    try {
-        c = check_ledger_text(text.str());
-    } catch (const std::exception& e) {
-        err << "plan: " << path << ": " << e.what() << "\n";
-        return 2;
-    }
-    return print_ledger_check(out, path, c);
+  std::ifstream f(path);
+  if (!f) {
+    err << "plan: cannot read ledger '" << path << "'\n";
+    return 2;
+  }
+  std::stringstream text;
+  text << f.rdbuf();
+  LedgerCheck c;
+  try {
+    c = check_ledger_text(text.str());
+  } catch (const std::exception& e) {
+    err << "plan: " << path << ": " << e.what() << "\n";
+    return 2;
+  }
+  return print_ledger_check(out, path, c);
 }
 
 bool find_preset(const std::string& name, Preset* out) {
-    if (name == "7b")   // claims C1, C4: the chapter's 7B example (h, L, a, s, b)
-        *out = Preset{"7b", 7000000000ULL, ActivationDims{4096, 32, 32, 2048, 1}};
-    else if (name == "70b")  // claim C1: Ψ = 70e9; h=8192 L=80 a=64 is our choice, not the chapter's
-        *out = Preset{"70b", 70000000000ULL, ActivationDims{8192, 80, 64, 2048, 1}};
-    return name == "7b" || name == "70b";
+  if (name == "7b")  // claims C1, C4: the chapter's 7B example (h, L, a, s, b)
+    *out = Preset{"7b", 7000000000ULL, ActivationDims{4096, 32, 32, 2048, 1}};
+  else if (name == "70b")  // claim C1: Ψ = 70e9; h=8192 L=80 a=64 is our choice, not the chapter's
+    *out = Preset{"70b", 70000000000ULL, ActivationDims{8192, 80, 64, 2048, 1}};
+  return name == "7b" || name == "70b";
 }
 
 }  // namespace shardlab::plan

@@ -28,12 +28,12 @@ bool find_preset(const std::string& name, Preset* out);  // "7b" | "70b"
 struct PlanRequest {
   bool preset_given = false;
   Preset preset;
-  GptDims gpt;              // the project's GPT (without a preset)
+  GptDims gpt;  // the project's GPT (without a preset)
   ActivationDims act;
-  std::uint64_t params = 0; // --params, 0 if absent
+  std::uint64_t params = 0;  // --params, 0 if absent
   Recipe recipe;
   Attention attention = Attention::naive;
-  bool sharding = false;    // a data-parallel layout was given
+  bool sharding = false;  // a data-parallel layout was given
   ShardingRequest dp;
   std::uint64_t psi() const { return preset_given ? preset.psi : (params ? params : gpt_param_count(gpt)); }
 };

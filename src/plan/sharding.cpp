@@ -5,108 +5,62 @@
 namespace shardlab::plan {
 
 namespace {
-struct Names { const char* name; const char* label; const char* fsdp; };
-const Names kNames[kNumStrategies] = {{"dp", "DP", "no_shard"},
-                                      {"zero1", "ZeRO-1", ""},
-                                      {"zero2", "ZeRO-2", "grad_op"},
-                                      {"zero3", "ZeRO-3", "full"},
-                                      {"hybrid", "FSDP hybrid", "hybrid"}};
-const Names& names(Strategy s) { return kNames[static_cast<int>(s)]; }
-
 // "4Ψ", "12Ψ/N", "Ψ" — a coefficient times Ψ, optionally over a divisor.
 std::string term(std::uint64_t coeff, const char* over) {
-    return (coeff == 1 ? std::string() : std::to_string(coeff)) + "Ψ" + over;
+  return (coeff == 1 ? std::string() : std::to_string(coeff)) + "Ψ" + over;
 }
 }  // namespace
 
-bool parse_strategy(const std::string& s, Strategy* out) {
-    for (int i = 0; i < kNumStrategies; ++i)
-        if (s == kNames[i].name) { *out = strategy_at(i); return true; }
-    return false;
-}
-
-bool parse_zero_stage(const std::string& s, Strategy* out) {
-    if (s.size() != 1 || s[0] < '0' || s[0] > '3') return false;
-    *out = strategy_at(s[0] - '0');   // 0 → dp, 1..3 → zero1..zero3
-    return true;
-}
-
-bool parse_fsdp(const std::string& s, Strategy* out) {
-    // claim C14: NO_SHARD = DDP, SHARD_GRAD_OP = ZeRO-2, FULL_SHARD = ZeRO-3, HYBRID_SHARD.
-    for (int i = 0; i < kNumStrategies; ++i)
-        if (*kNames[i].fsdp && s == kNames[i].fsdp) { *out = strategy_at(i); return true; }
-    return false;
-}
-
-const char* strategy_name(Strategy s) { return names(s).name; }
-const char* strategy_label(Strategy s) { return names(s).label; }
-const char* fsdp_name(Strategy s) { return names(s).fsdp; }
-
 std::string layout_error(const Layout& l) {
-    if (l.dp < 1) return "the data-parallel size must be at least 1";
-    if (l.accum < 1) return "micro-batches per step must be at least 1";
-    if (l.strategy == Strategy::hybrid) {
-        if (l.ranks_per_node < 1) return "FSDP hybrid needs the ranks per node";
-        if (l.dp % l.ranks_per_node != 0)
-            return "FSDP hybrid needs ranks per node (" + std::to_string(l.ranks_per_node) +
-                   ") to divide the data-parallel size (" + std::to_string(l.dp) + ")";
-    }
-    return "";
+  if (l.dp < 1) return "the data-parallel size must be at least 1";
+  if (l.accum < 1) return "micro-batches per step must be at least 1";
+  if (l.strategy == Strategy::hybrid) {
+    if (l.ranks_per_node < 1) return "FSDP hybrid needs the ranks per node";
+    if (l.dp % l.ranks_per_node != 0)
+      return "FSDP hybrid needs ranks per node (" + std::to_string(l.ranks_per_node) +
+             ") to divide the data-parallel size (" + std::to_string(l.dp) + ")";
+  }
+  return "";
 }
 
 std::uint64_t ranks_per_node(const Layout& l) { return l.ranks_per_node ? l.ranks_per_node : l.dp; }
 std::uint64_t num_nodes(const Layout& l) {
-    const std::uint64_t k = ranks_per_node(l);
-    return (l.dp + k - 1) / k;
+  const std::uint64_t k = ranks_per_node(l);
+  return (l.dp + k - 1) / k;
 }
 std::uint64_t node_of(const Layout& l, std::uint64_t rank) { return rank / ranks_per_node(l); }
 
-Sharding shard_sizes(const Layout& l, std::uint64_t psi) {
-    Sharding s;
-    s.group = l.strategy == Strategy::hybrid ? l.ranks_per_node : l.dp;   // hybrid: shard inside a node
-    if (s.group == 0) s.group = 1;                                       // invalid layout: see layout_error
-    s.shard = (psi + s.group - 1) / s.group;                             // S = ceil(Ψ / G)
-    s.padded = l.dp > 1 ? s.group * s.shard : psi;                       // zeros at the end
-    return s;
-}
-
-bool is_sharded(Strategy s, Category c) {
-    switch (s) {
-        case Strategy::dp: return false;   // claim C11: DP replicates all 16Ψ
-        case Strategy::zero1: return c != Category::param && c != Category::grad;
-        case Strategy::zero2: return c != Category::param;
-        case Strategy::zero3:
-        case Strategy::hybrid: return true;
-    }
-    return false;
+ShardLayout shard_layout(const Layout& l, std::uint64_t psi) {
+  const std::uint64_t group = l.strategy == Strategy::hybrid ? l.ranks_per_node : l.dp;  // hybrid: shard inside a node
+  return ShardLayout(psi, group ? static_cast<int>(group) : 1, 0);  // invalid layout: see layout_error
 }
 
 PerCategory per_rank_model_state_bytes(const Recipe& r, std::uint64_t psi, const Layout& l) {
-    // claim C12: a sharded category holds one shard S, a replicated one the whole padded buffer.
-    const PerCategory per = bytes_per_param(r);
-    const Sharding sh = shard_sizes(l, psi);
-    PerCategory out;
-    for (int i = 0; i < kNumCategories; ++i)
-        out.v[i] = per.v[i] * (is_sharded(l.strategy, category_at(i)) ? sh.shard : sh.padded);
-    return out;
+  // claim C12: a sharded category holds one shard S, a replicated one the whole padded buffer.
+  const PerCategory per = bytes_per_param(r);
+  const ShardLayout sh = shard_layout(l, psi);
+  PerCategory out;
+  for (int i = 0; i < kNumCategories; ++i)
+    out.v[i] = per.v[i] * (is_sharded(l.strategy, category_at(i)) ? sh.shard() : sh.padded());
+  return out;
 }
 
 PerCategory model_state_floor_bytes(const Recipe& r, std::uint64_t psi, Strategy s) {
-    // claim C13: as N → ∞ the shards vanish; what stays is what the strategy replicates.
-    const PerCategory per = bytes_per_param(r);
-    PerCategory out;
-    for (int i = 0; i < kNumCategories; ++i) out.v[i] = is_sharded(s, category_at(i)) ? 0 : per.v[i] * psi;
-    return out;
+  // claim C13: as N → ∞ the shards vanish; what stays is what the strategy replicates.
+  const PerCategory per = bytes_per_param(r);
+  PerCategory out;
+  for (int i = 0; i < kNumCategories; ++i) out.v[i] = is_sharded(s, category_at(i)) ? 0 : per.v[i] * psi;
+  return out;
 }
 
 std::string model_state_formula(const Recipe& r, Strategy s) {
-    const PerCategory per = bytes_per_param(r);
-    std::uint64_t whole = 0, split = 0;
-    for (int i = 0; i < kNumCategories; ++i) (is_sharded(s, category_at(i)) ? split : whole) += per.v[i];
-    const char* over = s == Strategy::hybrid ? "/K" : "/N";
-    if (split == 0) return term(whole, "");
-    if (whole == 0) return term(split, over);
-    return term(whole, "") + " + " + term(split, over);
+  const PerCategory per = bytes_per_param(r);
+  std::uint64_t whole = 0, split = 0;
+  for (int i = 0; i < kNumCategories; ++i) (is_sharded(s, category_at(i)) ? split : whole) += per.v[i];
+  const char* over = s == Strategy::hybrid ? "/K" : "/N";
+  if (split == 0) return term(whole, "");
+  if (whole == 0) return term(split, over);
+  return term(whole, "") + " + " + term(split, over);
 }
 
 }  // namespace shardlab::plan

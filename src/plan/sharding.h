@@ -16,45 +16,31 @@
 #include <cstdint>
 #include <string>
 
+#include "parallel/shard_layout.h"
+#include "parallel/strategy.h"
 #include "plan/model_states.h"
 
 namespace shardlab::plan {
 
-enum class Strategy : int { dp = 0, zero1, zero2, zero3, hybrid };
-constexpr int kNumStrategies = 5;
-inline Strategy strategy_at(int i) { return static_cast<Strategy>(i); }
-
-bool parse_strategy(const std::string& s, Strategy* out);   // ledger spelling: dp|zero1|zero2|zero3|hybrid
-bool parse_zero_stage(const std::string& s, Strategy* out); // --zero 0|1|2|3
-bool parse_fsdp(const std::string& s, Strategy* out);       // --fsdp no_shard|grad_op|full|hybrid (claim C14)
-const char* strategy_name(Strategy s);                      // "dp", "zero1", ..., "hybrid"
-const char* strategy_label(Strategy s);                     // "DP", "ZeRO-1", ..., "FSDP hybrid"
-const char* fsdp_name(Strategy s);                          // "no_shard", "grad_op", "full", "hybrid"
+// The strategies themselves (names, what each shards) are the engine's: parallel/strategy.h.
 
 // One data-parallel layout.
 struct Layout {
-    Strategy strategy = Strategy::dp;
-    std::uint64_t dp = 1;               // N
-    std::uint64_t ranks_per_node = 0;   // K; 0 = every rank on one node
-    std::uint64_t accum = 1;            // A, micro-batches per optimizer step
+  Strategy strategy = Strategy::dp;
+  std::uint64_t dp = 1;              // N
+  std::uint64_t ranks_per_node = 0;  // K; 0 = every rank on one node
+  std::uint64_t accum = 1;           // A, micro-batches per optimizer step
 };
 
 // "" if the layout is usable, else one line saying why (N, A ≥ 1; hybrid needs K ≥ 1 dividing N).
 std::string layout_error(const Layout& l);
-std::uint64_t ranks_per_node(const Layout& l);                 // K, or N when not given
-std::uint64_t num_nodes(const Layout& l);                      // M = ceil(N / K)
-std::uint64_t node_of(const Layout& l, std::uint64_t rank);    // rank / K: nodes of K consecutive ranks
+std::uint64_t ranks_per_node(const Layout& l);               // K, or N when not given
+std::uint64_t num_nodes(const Layout& l);                    // M = ceil(N / K)
+std::uint64_t node_of(const Layout& l, std::uint64_t rank);  // rank / K: nodes of K consecutive ranks
 
-struct Sharding {
-    std::uint64_t group = 1;    // G: N (dp, zero1-3), K (hybrid)
-    std::uint64_t shard = 0;    // S = ceil(Ψ / G)
-    std::uint64_t padded = 0;   // Ψ_pad = G·S when N > 1 (zeros at the end), Ψ when N = 1
-};
-Sharding shard_sizes(const Layout& l, std::uint64_t psi);
-
-// Which categories a strategy splits into shards (claims C12, C14): ZeRO-1 the optimizer states
-// (master, adam_m, adam_v, momentum), ZeRO-2 also grad, ZeRO-3 and hybrid also param, DP none.
-bool is_sharded(Strategy s, Category c);
+// The shard geometry of the layout (the engine's own, parallel/shard_layout.h): group G = N (dp,
+// zero1-3) or K (hybrid), shard S = ceil(Ψ / G), padded Ψ_pad = G·S (Ψ when G = 1).
+ShardLayout shard_layout(const Layout& l, std::uint64_t psi);
 
 // Per-rank bytes: bytes_per_param(r)[c] × (is_sharded ? S : Ψ_pad). Same on every rank.
 // The C1 recipe: ZeRO-1 4Ψ + 12Ψ/N, ZeRO-2 2Ψ + 14Ψ/N, ZeRO-3 16Ψ/N (claims C12, C13).

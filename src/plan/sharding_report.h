@@ -18,11 +18,11 @@
 namespace shardlab::plan {
 
 struct ShardingRequest {
-    Layout layout;
-    std::string chosen_by = "--zero 0";   // how the strategy was asked for, e.g. "--fsdp full"
-    bool nodes_given = false;             // K came from --ranks-per-node or a preset default
-    double intra_gbps = 300;              // claim C8's fast link (NVLink-class)
-    double inter_gbps = 25;               // claim C8's slow link (inter-node)
+  Layout layout;
+  std::string chosen_by = "--zero 0";  // how the strategy was asked for, e.g. "--fsdp full"
+  bool nodes_given = false;            // K came from --ranks-per-node or a preset default
+  double intra_gbps = 300;             // claim C8's fast link (NVLink-class)
+  double inter_gbps = 25;              // claim C8's slow link (inter-node)
 };
 
 void print_sharding(std::ostream& out, const Recipe& r, std::uint64_t psi, const ShardingRequest& q,

@@ -38,7 +38,10 @@ int compare_runs(const std::string& ref_dir, const std::string& run_dir, double 
   const int lc = ref.column("loss"), rc = run.column("loss");
   std::map<long, double> run_loss;
   for (const auto& row : run.rows) run_loss[std::lround(row[0])] = row[rc];
-  struct Shared { long step; double ref, run, rel; };
+  struct Shared {
+    long step;
+    double ref, run, rel;
+  };
   std::vector<Shared> shared;
   for (const auto& row : ref.rows) {
     auto it = run_loss.find(std::lround(row[0]));

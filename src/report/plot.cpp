@@ -20,7 +20,8 @@ std::vector<double> ticks(double lo, double hi, int n) {
   const double raw = (hi - lo) / n, mag = std::pow(10.0, std::floor(std::log10(raw)));
   const double step = raw / mag < 1.5 ? mag : raw / mag < 3.5 ? 2 * mag : raw / mag < 7.5 ? 5 * mag : 10 * mag;
   std::vector<double> t;
-  for (double v = std::ceil(lo / step) * step; v <= hi + 1e-9 * step; v += step) t.push_back(std::fabs(v) < 1e-12 * step ? 0 : v);
+  for (double v = std::ceil(lo / step) * step; v <= hi + 1e-9 * step; v += step)
+    t.push_back(std::fabs(v) < 1e-12 * step ? 0 : v);
   return t;
 }
 
@@ -45,14 +46,20 @@ std::string svg_line_plot(const std::vector<Series>& series, const std::string& 
   for (const Series& s : series)
     for (size_t i = 0; i < s.x.size(); ++i)
       if (std::isfinite(s.y[i])) {
-        x0 = std::min(x0, s.x[i]); x1 = std::max(x1, s.x[i]);
-        y0 = std::min(y0, s.y[i]); y1 = std::max(y1, s.y[i]);
+        x0 = std::min(x0, s.x[i]);
+        x1 = std::max(x1, s.x[i]);
+        y0 = std::min(y0, s.y[i]);
+        y1 = std::max(y1, s.y[i]);
       }
   if (!std::isfinite(x0)) throw std::invalid_argument("nothing to plot: no finite values");
   if (x1 == x0) x1 = x0 + 1;
-  if (y1 == y0) { y0 -= 0.5; y1 += 0.5; }
+  if (y1 == y0) {
+    y0 -= 0.5;
+    y1 += 0.5;
+  }
   const double pad = 0.04 * (y1 - y0);
-  y0 -= pad; y1 += pad;
+  y0 -= pad;
+  y1 += pad;
   auto px = [&](double x) { return L + (x - x0) / (x1 - x0) * (W - L - R); };
   auto py = [&](double y) { return H - B - (y - y0) / (y1 - y0) * (H - T - B); };
   std::ostringstream o;
@@ -69,9 +76,10 @@ std::string svg_line_plot(const std::vector<Series>& series, const std::string& 
       << num(t) << "</text>\n";
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
     << "\" fill=\"none\" stroke=\"#444\"/>\n";
-  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">" << escape(xlabel) << "</text>\n";
-  o << "<text transform=\"translate(18," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">" << escape(ylabel)
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 12 << "\" text-anchor=\"middle\">" << escape(xlabel)
     << "</text>\n";
+  o << "<text transform=\"translate(18," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+    << escape(ylabel) << "</text>\n";
   int row = 0;
   for (const Series& s : series) {
     const char* color = kPalette[s.color % 8];
@@ -102,7 +110,10 @@ std::string plot_runs(const std::vector<std::string>& run_dirs, const std::strin
     for (const auto& row : t.rows) {
       train.x.push_back(row[0]);
       train.y.push_back(row[c]);
-      if (vc >= 0 && std::isfinite(row[vc])) { val.x.push_back(row[0]); val.y.push_back(row[vc]); }
+      if (vc >= 0 && std::isfinite(row[vc])) {
+        val.x.push_back(row[0]);
+        val.y.push_back(row[vc]);
+      }
     }
     series.push_back(train);
     if (!val.x.empty()) series.push_back(val);

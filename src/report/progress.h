@@ -25,5 +25,4 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
-
 }  // namespace shardlab

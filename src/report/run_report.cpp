@@ -22,7 +22,10 @@ std::vector<std::string> gather_strings(const std::string& mine, Communicator& w
   if (world.size() > 1) world.all_gather(all.data(), counts);
   std::vector<std::string> out;
   offset = 0;
-  for (size_t c : counts) { out.push_back(all.substr(offset, c)); offset += c; }
+  for (size_t c : counts) {
+    out.push_back(all.substr(offset, c));
+    offset += c;
+  }
   return out;
 }
 
@@ -31,17 +34,31 @@ std::vector<std::string> gather_strings(const std::string& mine, Communicator& w
 void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params, const RunLayout& layout,
                        const MemoryLedger& memory, const CommLedger& comm, const CommLedger& eval_comm,
                        const CommLedger& checkpoint_comm, Communicator& world) {
-  nlohmann::json mine = {{"rank", world.rank()}, {"memory", memory.to_json()}, {"comm", comm.to_json()},
-                         {"comm_eval", eval_comm.to_json(200)}, {"comm_checkpoint", checkpoint_comm.to_json(200)}};
+  nlohmann::json mine = {{"rank", world.rank()},
+                         {"memory", memory.to_json()},
+                         {"comm", comm.to_json()},
+                         {"comm_eval", eval_comm.to_json(200)},
+                         {"comm_checkpoint", checkpoint_comm.to_json(200)}};
   std::vector<std::string> all = gather_strings(mine.dump(), world);
   if (world.rank() != 0) return;
   nlohmann::json j;
   j["world_size"] = world.size();
-  j["model"] = {{"params", params}, {"dtype", cfg.dtype}, {"mixed", cfg.mixed}, {"optimizer", cfg.optimizer},
-                {"grad_accum_dtype", cfg.grad_accum_dtype}, {"master", cfg.master}, {"momentum", cfg.momentum}};
-  j["layout"] = {{"dp", layout.dp}, {"strategy", strategy_name(layout.strategy)}, {"shard_group", layout.shard_group},
-                 {"ranks_per_node", layout.ranks_per_node}, {"padded_params", layout.padded_params},
-                 {"shard", layout.shard}, {"accum", layout.accum}, {"steps", layout.steps}, {"comm", cfg.comm}};
+  j["model"] = {{"params", params},
+                {"dtype", cfg.dtype},
+                {"mixed", cfg.mixed},
+                {"optimizer", cfg.optimizer},
+                {"grad_accum_dtype", cfg.grad_accum_dtype},
+                {"master", cfg.master},
+                {"momentum", cfg.momentum}};
+  j["layout"] = {{"dp", layout.dp},
+                 {"strategy", strategy_name(layout.strategy)},
+                 {"shard_group", layout.shards.group},
+                 {"ranks_per_node", layout.ranks_per_node},
+                 {"padded_params", layout.shards.padded()},
+                 {"shard", layout.shards.shard()},
+                 {"accum", layout.accum},
+                 {"steps", layout.steps},
+                 {"comm", cfg.comm}};
   j["ranks"] = nlohmann::json::array();
   for (const std::string& s : all) j["ranks"].push_back(nlohmann::json::parse(s));
   std::ofstream(path) << j.dump(1) << "\n";

@@ -10,7 +10,8 @@
 #include "comm/process_grid.h"
 #include "comm/trace.h"
 #include "core/ledger.h"
-#include "parallel/data_parallel.h"
+#include "parallel/shard_layout.h"
+#include "parallel/strategy.h"
 #include "report/progress.h"
 #include "train/train_config.h"
 
@@ -18,9 +19,9 @@ namespace shardlab {
 
 struct RunLayout {  // the layout facts ledger.json records and `plan --ledger` checks
   Strategy strategy;
-  int dp, shard_group, ranks_per_node;
-  size_t padded_params, shard;
-  int accum, steps;
+  int dp, ranks_per_node;
+  ShardLayout shards;  // the shard group's geometry
+  int accum, steps;    // micro-batches per step, steps this run trained
 };
 
 // Collective: gathers every rank's ledgers; rank 0 writes DIR/ledger.json.

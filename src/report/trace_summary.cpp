@@ -21,8 +21,10 @@ Intervals merge(Intervals v) {
   std::sort(v.begin(), v.end());
   Intervals out;
   for (const auto& iv : v) {
-    if (!out.empty() && iv.first <= out.back().second) out.back().second = std::max(out.back().second, iv.second);
-    else out.push_back(iv);
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
   }
   return out;
 }
@@ -52,7 +54,10 @@ int print_trace_summary(const std::string& run_dir) {
   if (!f) throw std::runtime_error("cannot read " + path + " (train with --trace on --out " + run_dir + ")");
   nlohmann::json doc = nlohmann::json::parse(f, nullptr, false);
   if (doc.is_discarded() || !doc.contains("traceEvents")) throw std::runtime_error(path + " is not a trace.json");
-  struct Rank { Intervals compute, comm; std::vector<double> steps; };
+  struct Rank {
+    Intervals compute, comm;
+    std::vector<double> steps;
+  };
   std::map<std::string, Intervals> by_op;  // all ranks: op name → intervals (rank-offset so ranks don't merge)
   Intervals all_compute;
   std::map<int, Rank> ranks;
@@ -62,13 +67,15 @@ int print_trace_summary(const std::string& run_dir) {
     Rank& r = ranks[e["pid"].get<int>()];
     const std::string cat = e.value("cat", "");
     const double shift = 1e12 * e["pid"].get<int>();  // lay ranks end to end so their intervals never meet
-    if (cat == "compute") { r.compute.push_back({b, b + d}); all_compute.push_back({shift + b, shift + b + d}); }
-    else if (cat == "comm") {
+    if (cat == "compute") {
+      r.compute.push_back({b, b + d});
+      all_compute.push_back({shift + b, shift + b + d});
+    } else if (cat == "comm") {
       r.comm.push_back({b, b + d});
       const std::string name = e.value("name", "");
       by_op[name.substr(0, name.find(' '))].push_back({shift + b, shift + b + d});
-    }
-    else if (cat == "step") r.steps.push_back(d);
+    } else if (cat == "step")
+      r.steps.push_back(d);
   }
   std::printf("%5s  %10s  %10s  %10s  %10s  %8s\n", "rank", "step ms", "compute ms", "comm ms", "exposed ms", "hidden");
   double all_comm = 0, all_hidden = 0;
@@ -80,16 +87,19 @@ int print_trace_summary(const std::string& run_dir) {
     const double steps = r.steps.empty() ? 1 : double(r.steps.size());
     all_comm += c;
     all_hidden += hidden;
-    std::printf("%5d  %10.2f  %10.2f  %10.2f  %10.2f  %7.1f%%\n", rank, step / steps / 1e3, length(compute) / steps / 1e3,
-                c / steps / 1e3, (c - hidden) / steps / 1e3, c > 0 ? 100 * hidden / c : 0.0);
+    std::printf("%5d  %10.2f  %10.2f  %10.2f  %10.2f  %7.1f%%\n", rank, step / steps / 1e3,
+                length(compute) / steps / 1e3, c / steps / 1e3, (c - hidden) / steps / 1e3,
+                c > 0 ? 100 * hidden / c : 0.0);
   }
   std::printf("(per step; hidden = share of communication time that ran while the rank computed)\n");
-  std::printf("overall: %.1f%% of communication hidden behind compute\n", all_comm > 0 ? 100 * all_hidden / all_comm : 0.0);
+  std::printf("overall: %.1f%% of communication hidden behind compute\n",
+              all_comm > 0 ? 100 * all_hidden / all_comm : 0.0);
   const Intervals compute = merge(all_compute);
   for (auto& [op, iv] : by_op) {
     Intervals m = merge(iv);
     const double len = length(m);
-    std::printf("  %-16s %9.2f ms in all, %5.1f%% hidden\n", op.c_str(), len / 1e3, len > 0 ? 100 * overlap(m, compute) / len : 0.0);
+    std::printf("  %-16s %9.2f ms in all, %5.1f%% hidden\n", op.c_str(), len / 1e3,
+                len > 0 ? 100 * overlap(m, compute) / len : 0.0);
   }
   return 0;
 }

@@ -7,7 +7,8 @@
 namespace shardlab {
 
 template <class T>
-double evaluate_windows(GPT<T>& model, UnitAccess<T>& weights, const TextData& data, int max_windows, TextData::Part part) {
+double evaluate_windows(GPT<T>& model, UnitAccess<T>& weights, const TextData& data, int max_windows,
+                        TextData::Part part) {
   int n = data.windows(part);
   if (max_windows > 0) n = std::min(n, max_windows);
   const int B = model.micro_batch(), Tn = static_cast<int>(data.seq());

@@ -1,8 +1,8 @@
 // Mean loss over evaluation windows (no dropout, no gradients): the validation loss of training
 // and the number `shardlab eval` prints.
 #pragma once
-#include "model/gpt.h"
 #include "io/data.h"
+#include "model/gpt.h"
 
 namespace shardlab {
 

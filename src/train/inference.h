@@ -32,7 +32,8 @@ int with_checkpoint_model(const TrainConfig& ck, const std::string& load, int ba
 // Either dtype, as the checkpoint says: fn is called with (GPT<float>&, const float*) or the double pair.
 template <class F>
 int with_checkpoint_model(const TrainConfig& ck, const std::string& load, int batch, F&& fn) {
-  if (ck.dtype == "f64") return with_checkpoint_model<double>(ck, load, batch, std::function<int(GPT<double>&, const double*)>(fn));
+  if (ck.dtype == "f64")
+    return with_checkpoint_model<double>(ck, load, batch, std::function<int(GPT<double>&, const double*)>(fn));
   return with_checkpoint_model<float>(ck, load, batch, std::function<int(GPT<float>&, const float*)>(fn));
 }
 

@@ -19,7 +19,8 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
   if (!err.empty()) return err;
   auto same = [&](bool eq, const char* flag) {
     return eq ? std::string()
-              : std::string("--resume: ") + flag + " differs from the checkpoint's; a resumed run keeps the model states it saved";
+              : std::string("--resume: ") + flag +
+                    " differs from the checkpoint's; a resumed run keeps the model states it saved";
   };
   const GPTConfig &m = merged.model, &c = ck.model;
   for (const std::string& e :
@@ -28,7 +29,8 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
         same(merged.dtype == ck.dtype && merged.mixed == ck.mixed && merged.grad_accum_dtype == ck.grad_accum_dtype &&
                  merged.master == ck.master,
              "the precision (--dtype/--mixed/--grad-accum-dtype/--master)"),
-        same(merged.optimizer == ck.optimizer && (merged.optimizer != "sgd" || (merged.momentum > 0) == (ck.momentum > 0)),
+        same(merged.optimizer == ck.optimizer &&
+                 (merged.optimizer != "sgd" || (merged.momentum > 0) == (ck.momentum > 0)),
              "--optimizer")})
     if (!e.empty()) return e;
   if (merged.steps <= resume_step)

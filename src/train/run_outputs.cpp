@@ -13,7 +13,11 @@ namespace shardlab {
 
 RunOutputs::RunOutputs(const TrainConfig& cfg, int64_t resume_step, double tokens_per_step, Communicator& world,
                        RunLedgers& ledgers, std::function<void(int64_t)> save_checkpoint)
-    : cfg_(cfg), resume_step_(resume_step), world_(world), ledgers_(ledgers), save_(std::move(save_checkpoint)),
+    : cfg_(cfg),
+      resume_step_(resume_step),
+      world_(world),
+      ledgers_(ledgers),
+      save_(std::move(save_checkpoint)),
       root_(world.rank() == 0),
       progress_(root_ ? cfg.progress : "none", static_cast<int>(resume_step), cfg.steps, tokens_per_step),
       last_loss_(NAN) {}

@@ -104,8 +104,8 @@ std::string validate_world(const TrainConfig& cfg, int world) {
     return "--dp " + std::to_string(dp) + " × tp 1 × pp 1 × cp 1 × ep 1 = " + std::to_string(dp) +
            ", but the world has " + std::to_string(world) + " ranks (mpirun -np " + std::to_string(dp) + ")";
   if (cfg.global_batch % (dp * cfg.micro_batch) != 0)
-    return "--global-batch " + std::to_string(cfg.global_batch) + " is not divisible by dp × micro-batch = " +
-           std::to_string(dp) + " × " + std::to_string(cfg.micro_batch);
+    return "--global-batch " + std::to_string(cfg.global_batch) +
+           " is not divisible by dp × micro-batch = " + std::to_string(dp) + " × " + std::to_string(cfg.micro_batch);
   if (cfg.fsdp == "hybrid") {
     const int k = cfg.ranks_per_node;
     if (dp < 2) return "--fsdp hybrid needs at least 2 data-parallel ranks (mpirun -np 4 … --ranks-per-node 2)";
@@ -144,7 +144,9 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
       continue;
     }
     args.push_back("--" + key);
-    args.push_back(v.is_string() ? v.get<std::string>() : v.is_number_float() ? exact_number(v.get<double>()) : v.dump());
+    args.push_back(v.is_string()         ? v.get<std::string>()
+                   : v.is_number_float() ? exact_number(v.get<double>())
+                                         : v.dump());
   }
   TrainConfig c;
   std::string err = parse_train_args(args, c);

@@ -32,36 +32,36 @@ struct TrainConfig {
   double momentum = 0.9;  // SGD
   double clip = 1.0;      // max global grad norm; 0 = no clipping
   // precision
-  std::string dtype = "f32";             // f32 | f64 (compute type)
-  std::string mixed = "none";            // none | bf16
+  std::string dtype = "f32";              // f32 | f64 (compute type)
+  std::string mixed = "none";             // none | bf16
   std::string grad_accum_dtype = "bf16";  // bf16 | fp32 (with --mixed bf16)
-  std::string master = "fp32";           // fp32 | none (with --mixed bf16)
+  std::string master = "fp32";            // fp32 | none (with --mixed bf16)
   // run
   uint64_t seed = 1234;
   int steps = 300;
   std::string data = "data/corpus.txt";
-  int eval_every = 50;     // 0 = never (a final eval still runs unless eval_windows = 0)
-  int eval_windows = 64;   // validation windows per eval
-  std::string out;         // DIR for loss.csv and ledger.json
-  std::string save;        // DIR for checkpoints
-  int save_every = 0;      // 0 = only at the end (when --save is given)
-  std::string resume;      // DIR to resume from (its latest)
+  int eval_every = 50;            // 0 = never (a final eval still runs unless eval_windows = 0)
+  int eval_windows = 64;          // validation windows per eval
+  std::string out;                // DIR for loss.csv and ledger.json
+  std::string save;               // DIR for checkpoints
+  int save_every = 0;             // 0 = only at the end (when --save is given)
+  std::string resume;             // DIR to resume from (its latest)
   std::string progress = "auto";  // auto | bar | lines | none
   // parallel layout (data-parallel family)
-  int dp = 0;                      // data-parallel ranks; 0 = what the other axes leave of the world
-  int zero = 0;                    // ZeRO stage 0..3
-  std::string fsdp = "none";       // none | full | grad_op | no_shard | hybrid
-  double bucket_mb = 1.0;          // gradient bucket size for DP's overlapped all-reduce
-  std::string overlap = "on";      // on | off: sync gradients during backward
-  std::string prefetch = "on";     // on | off: ZeRO-3 gathers the next unit while this one computes
-  std::string comm = "ring";       // ring (hand-written) | mpi (MPI's built-ins)
-  int ranks_per_node = 0;          // simulate nodes of K ranks; 0 = real shared-memory nodes
-  std::string trace = "off";       // on | off: write DIR/trace.json (needs --out)
+  int dp = 0;                   // data-parallel ranks; 0 = what the other axes leave of the world
+  int zero = 0;                 // ZeRO stage 0..3
+  std::string fsdp = "none";    // none | full | grad_op | no_shard | hybrid
+  double bucket_mb = 1.0;       // gradient bucket size for DP's overlapped all-reduce
+  std::string overlap = "on";   // on | off: sync gradients during backward
+  std::string prefetch = "on";  // on | off: ZeRO-3 gathers the next unit while this one computes
+  std::string comm = "ring";    // ring (hand-written) | mpi (MPI's built-ins)
+  int ranks_per_node = 0;       // simulate nodes of K ranks; 0 = real shared-memory nodes
+  std::string trace = "off";    // on | off: write DIR/trace.json (needs --out)
 
   int accumulation_steps() const { return global_batch / micro_batch; }
   nlohmann::json to_json() const;
   static TrainConfig from_json(const nlohmann::json& j);  // inverse of to_json; throws on a bad config
-  std::string to_toml() const;                           // what --config reads
+  std::string to_toml() const;                            // what --config reads
 };
 
 // Every train flag, bound to the fields of cfg, in its help group, and --config FILE (a TOML file of the

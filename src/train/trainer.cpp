@@ -22,17 +22,19 @@ namespace {
 std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const TextData& data, int64_t resume_step,
                        const ProcessGrid& grid, Strategy strategy, int accum) {
   char line[512];
-  std::snprintf(line, sizeof line, "training %zu params on %s (%zu train / %zu validation bytes), %d steps of %d×%d tokens",
-                layout.total(), data.path().c_str(), data.train_bytes(), data.val_bytes(), cfg.steps,
-                cfg.global_batch, cfg.model.seq);
+  std::snprintf(line, sizeof line,
+                "training %zu params on %s (%zu train / %zu validation bytes), %d steps of %d×%d tokens",
+                layout.total(), data.path().c_str(), data.train_bytes(), data.val_bytes(), cfg.steps, cfg.global_batch,
+                cfg.model.seq);
   std::string h = line;
   if (resume_step > 0) h += ", resuming after step " + std::to_string(resume_step);
   const int dp = grid.size(Axis::dp);
-  std::snprintf(line, sizeof line, "\nlayout: %d rank%s, %s; %d micro-batch%s of %d per rank per step",
-                grid.world_size(), grid.world_size() > 1 ? "s" : "",
-                dp > 1 ? (std::string(strategy_name(strategy)) + " over " + std::to_string(dp) + " data-parallel ranks").c_str()
-                       : "one process",
-                accum, accum > 1 ? "es" : "", cfg.micro_batch);
+  std::snprintf(
+      line, sizeof line, "\nlayout: %d rank%s, %s; %d micro-batch%s of %d per rank per step", grid.world_size(),
+      grid.world_size() > 1 ? "s" : "",
+      dp > 1 ? (std::string(strategy_name(strategy)) + " over " + std::to_string(dp) + " data-parallel ranks").c_str()
+             : "one process",
+      accum, accum > 1 ? "es" : "", cfg.micro_batch);
   return h + line;
 }
 
@@ -80,8 +82,10 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     if (!std::isfinite(loss)) {
       outputs.abandon();
       if (grid.world_rank() == 0)
-        std::fprintf(stderr, "shardlab train: error: the loss became %g at step %d; try a lower --lr (files written so far are kept)\n",
-                     loss, step);
+        std::fprintf(
+            stderr,
+            "shardlab train: error: the loss became %g at step %d; try a lower --lr (files written so far are kept)\n",
+            loss, step);
       return 1;
     }
     const double gnorm = engine.grad_norm();
@@ -98,10 +102,9 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     }
     outputs.step_done({step, loss, gnorm, lr, ms, val});
   }
-  const ShardLayout& sh = engine.shards();
-  outputs.finish({engine.strategy(), dp, sh.group, cfg.ranks_per_node, sh.padded(), sh.shard(), accum,
-                  cfg.steps - static_cast<int>(resume_step)},
-                 layout.total());
+  outputs.finish(
+      {engine.strategy(), dp, cfg.ranks_per_node, engine.shards(), accum, cfg.steps - static_cast<int>(resume_step)},
+      layout.total());
   return 0;
 }
 

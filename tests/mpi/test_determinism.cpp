@@ -15,24 +15,33 @@ namespace {
 
 // Values of very different magnitudes: (1e8 + 1) - 1e8 is 0 in float but 1e8 + (1 - 1e8) is 8.
 const float kValues[8] = {1e8f, 1.f, -1e8f, 0.1f, 3.f, -7.5e7f, 1e-3f, 2.5e8f};
-template <class T> T x(int r, size_t i) {
+template <class T>
+T x(int r, size_t i) {
   uint64_t h = (static_cast<uint64_t>(r) * 2654435761u + i * 40503u + (i >> 3) * 977u) >> 3;
   float v = kValues[h % 8];
-  if constexpr (std::is_same<T, bf16>::value) return to_bf16(v);
-  else if constexpr (std::is_same<T, double>::value) return std::abs(v) >= 1e7f ? v * 1e9 : v;  // 1e17 swamps 1
-  else return v;
+  if constexpr (std::is_same<T, bf16>::value)
+    return to_bf16(v);
+  else if constexpr (std::is_same<T, double>::value)
+    return std::abs(v) >= 1e7f ? v * 1e9 : v;  // 1e17 swamps 1
+  else
+    return v;
 }
-template <class T> T add(T a, T b) {
-  if constexpr (std::is_same<T, bf16>::value) return to_bf16(from_bf16(a) + from_bf16(b));
-  else return a + b;
+template <class T>
+T add(T a, T b) {
+  if constexpr (std::is_same<T, bf16>::value)
+    return to_bf16(from_bf16(a) + from_bf16(b));
+  else
+    return a + b;
 }
 // The ring's order for chunk c: start at member c+1, add c+2, …, end with c.
-template <class T> T ring_fold(int c, size_t i, int N) {
+template <class T>
+T ring_fold(int c, size_t i, int N) {
   T acc = x<T>((c + 1) % N, i);
   for (int k = 2; k <= N; ++k) acc = add(acc, x<T>((c + k) % N, i));
   return acc;
 }
-template <class T> T plain_fold(size_t i, int N) {  // 0, 1, …, N-1: a different grouping
+template <class T>
+T plain_fold(size_t i, int N) {  // 0, 1, …, N-1: a different grouping
   T acc = x<T>(0, i);
   for (int m = 1; m < N; ++m) acc = add(acc, x<T>(m, i));
   return acc;

@@ -36,8 +36,9 @@ void check_ring_bytes(bool nonblocking) {
       for (int op = 0; op < 3; ++op) {
         size_t before = ledger.calls().size();
         if (nonblocking) {
-          auto p = op == 0 ? c.start_reduce_scatter(buf.data(), k) : op == 1 ? c.start_all_gather(buf.data(), k)
-                                                                             : c.start_all_reduce(buf.data(), k);
+          auto p = op == 0   ? c.start_reduce_scatter(buf.data(), k)
+                   : op == 1 ? c.start_all_gather(buf.data(), k)
+                             : c.start_all_reduce(buf.data(), k);
           c.wait(p);
         } else if (op == 0) {
           c.reduce_scatter(buf.data(), k);
@@ -97,8 +98,12 @@ TEST_CASE("ledger bytes of broadcast, all-to-all, point-to-point and gather", "[
 
   // all-to-all: member s sends (s + d) % 3 elements to member d (zeros included).
   std::vector<size_t> sc(N), rc(N);
-  for (int m = 0; m < N; ++m) { sc[m] = (r + m) % 3; rc[m] = (m + r) % 3; }
-  std::vector<double> s(std::accumulate(sc.begin(), sc.end(), size_t{0})), d(std::accumulate(rc.begin(), rc.end(), size_t{0}));
+  for (int m = 0; m < N; ++m) {
+    sc[m] = (r + m) % 3;
+    rc[m] = (m + r) % 3;
+  }
+  std::vector<double> s(std::accumulate(sc.begin(), sc.end(), size_t{0})),
+      d(std::accumulate(rc.begin(), rc.end(), size_t{0}));
   c.all_to_all_v(s.data(), sc, d.data(), rc);
   const CommCall& a2a = ledger.calls().back();
   CHECK(a2a.op == "all_to_all");

@@ -37,10 +37,15 @@ TEST_CASE("all_to_all_v with uneven counts (and empty ones)", "[all_to_all]") {
     auto count = [](int s, int d) { return static_cast<size_t>((2 * s + 3 * d) % 4); };  // member s → member d
     auto value = [](int s, int d, size_t k) { return static_cast<double>(1000 * s + 10 * d) + static_cast<double>(k); };
     std::vector<size_t> sc(N), rc(N);
-    for (int m = 0; m < N; ++m) { sc[m] = count(r, m); rc[m] = count(m, r); }
+    for (int m = 0; m < N; ++m) {
+      sc[m] = count(r, m);
+      rc[m] = count(m, r);
+    }
     std::vector<double> s, want;
-    for (int d = 0; d < N; ++d) for (size_t k = 0; k < sc[d]; ++k) s.push_back(value(r, d, k));
-    for (int src = 0; src < N; ++src) for (size_t k = 0; k < rc[src]; ++k) want.push_back(value(src, r, k));
+    for (int d = 0; d < N; ++d)
+      for (size_t k = 0; k < sc[d]; ++k) s.push_back(value(r, d, k));
+    for (int src = 0; src < N; ++src)
+      for (size_t k = 0; k < rc[src]; ++k) want.push_back(value(src, r, k));
     std::vector<double> got(want.size(), -1.0);
     c.all_to_all_v(s.data(), sc, got.data(), rc);
     INFO("impl " << comm_impl_name(impl));

@@ -19,7 +19,8 @@ double busy_work(int k) {  // stands in for backward compute between progress ca
   for (int i = 0; i < 2000; ++i) s += std::sqrt(static_cast<double>(i + k));
   return s;
 }
-template <class T> size_t wrong_sums(const std::vector<T>& buf, size_t from, size_t to, int N) {
+template <class T>
+size_t wrong_sums(const std::vector<T>& buf, size_t from, size_t to, int N) {
   size_t bad = 0;
   for (size_t i = from; i < to; ++i) bad += buf[i] != expected_sum<T>(N, i);
   return bad;

@@ -39,7 +39,10 @@ TEST_CASE("process grid: pure data parallel by default", "[grid]") {
 TEST_CASE("process grid: tp is innermost, pp next, dp outermost", "[grid]") {
   const int W = test::world_size();
   if (W % 2 != 0) return;  // needs an even world
-  const int r = [] { ProcessGrid g(GridSizes{}, 0, nullptr, nullptr, CommImpl::ring); return g.world_rank(); }();
+  const int r = [] {
+    ProcessGrid g(GridSizes{}, 0, nullptr, nullptr, CommImpl::ring);
+    return g.world_rank();
+  }();
   {
     ProcessGrid g(GridSizes{0, 2, 1, 1, 1}, 0, nullptr, nullptr, CommImpl::ring);  // tp = 2
     CHECK(g.size(Axis::dp) == W / 2);
@@ -69,10 +72,12 @@ TEST_CASE("process grid: sizes that do not multiply to the world are refused", "
   const int W = test::world_size();
   CHECK_THROWS_WITH(ProcessGrid(GridSizes{W + 1, 1, 1, 1, 1}, 0, nullptr, nullptr, CommImpl::ring),
                     Catch::Contains("world has " + std::to_string(W) + " ranks"));
-  CHECK_THROWS_AS(ProcessGrid(GridSizes{0, W + 1, 1, 1, 1}, 0, nullptr, nullptr, CommImpl::ring), std::invalid_argument);
+  CHECK_THROWS_AS(ProcessGrid(GridSizes{0, W + 1, 1, 1, 1}, 0, nullptr, nullptr, CommImpl::ring),
+                  std::invalid_argument);
   CHECK_THROWS_AS(ProcessGrid(GridSizes{0, 0, 1, 1, 1}, 0, nullptr, nullptr, CommImpl::ring), std::invalid_argument);
   if (W > 1)
-    CHECK_THROWS_WITH(ProcessGrid(GridSizes{}, W + 1, nullptr, nullptr, CommImpl::ring), Catch::Contains("does not divide"));
+    CHECK_THROWS_WITH(ProcessGrid(GridSizes{}, W + 1, nullptr, nullptr, CommImpl::ring),
+                      Catch::Contains("does not divide"));
 }
 
 TEST_CASE("process grid: simulated nodes and the hybrid groups", "[grid]") {

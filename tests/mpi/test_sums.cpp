@@ -10,7 +10,9 @@ using namespace shardlab::test;
 
 namespace {
 
-std::vector<size_t> pattern(int p, size_t n, int N) { return p == 0 ? even(n, N) : p == 1 ? uneven(n, N) : one_chunk(n, N); }
+std::vector<size_t> pattern(int p, size_t n, int N) {
+  return p == 0 ? even(n, N) : p == 1 ? uneven(n, N) : one_chunk(n, N);
+}
 
 template <class T>
 void check_sums(CommImpl impl, bool nonblocking) {
@@ -24,10 +26,13 @@ void check_sums(CommImpl impl, bool nonblocking) {
       const std::vector<size_t> off = offsets(counts);
       INFO("n " << n << " pattern " << p << " rank " << r << " of " << N);
       std::vector<T> want(n), mine(n), buf(n);
-      for (size_t i = 0; i < n; ++i) { want[i] = expected_sum<T>(N, i); mine[i] = input<T>(r, i); }
+      for (size_t i = 0; i < n; ++i) {
+        want[i] = expected_sum<T>(N, i);
+        mine[i] = input<T>(r, i);
+      }
       auto run = [&](int which) {  // 0 reduce_scatter, 1 all_gather, 2 all_reduce
         if (nonblocking) {
-          Communicator::Pending pend = which == 0 ? c.start_reduce_scatter(buf.data(), counts)
+          Communicator::Pending pend = which == 0   ? c.start_reduce_scatter(buf.data(), counts)
                                        : which == 1 ? c.start_all_gather(buf.data(), counts)
                                                     : c.start_all_reduce(buf.data(), counts);
           while (!c.progress(pend)) {}
@@ -67,7 +72,8 @@ void check_sums(CommImpl impl, bool nonblocking) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("ring collectives give the closed-form rank sums", "[sum][ring]", float, double, bf16, int64_t, int32_t) {
+TEMPLATE_TEST_CASE("ring collectives give the closed-form rank sums", "[sum][ring]", float, double, bf16, int64_t,
+                   int32_t) {
   check_sums<TestType>(CommImpl::ring, false);
 }
 
@@ -101,7 +107,10 @@ TEST_CASE("buffers of many ring segments (256 KiB each) sum exactly", "[sum][rin
   const int r = c.rank();
   const size_t n = 700001;  // 2.8 MB of floats: several segments per chunk, several rotations of the slots
   std::vector<float> want(n), mine(n);
-  for (size_t i = 0; i < n; ++i) { want[i] = expected_sum<float>(N, i); mine[i] = input<float>(r, i); }
+  for (size_t i = 0; i < n; ++i) {
+    want[i] = expected_sum<float>(N, i);
+    mine[i] = input<float>(r, i);
+  }
   for (const auto& counts : {even(n, N), uneven(n, N)}) {
     std::vector<float> a = mine, b = mine;
     c.all_reduce(a.data(), counts);

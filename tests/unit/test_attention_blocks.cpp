@@ -51,7 +51,10 @@ Ref reference(const std::vector<double>& qkv, const std::vector<double>& dout, i
         for (int j = 0; j <= i; ++j) dot += p[j] * dp[j];
         for (int j = 0; j <= i; ++j) {
           double ds = p[j] * (dp[j] - dot) / std::sqrt(double(HD));
-          for (int e = 0; e < HD; ++e) { dQ(i, e) += ds * K(j, e); dK(j, e) += ds * Q(i, e); }
+          for (int e = 0; e < HD; ++e) {
+            dQ(i, e) += ds * K(j, e);
+            dK(j, e) += ds * Q(i, e);
+          }
         }
       }
     }

@@ -27,7 +27,8 @@ struct TempDir {
   fs::path path;
   TempDir() {
     static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() / ("shardlab_ckpt_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    path = fs::temp_directory_path() /
+           ("shardlab_ckpt_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -68,8 +69,8 @@ TEST_CASE("sha256 matches the FIPS 180-2 test vectors", "[checkpoint]") {
   // 448 bits: the length no longer fits in the first padded block.
   CHECK(sha_of("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  CHECK(sha_of("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu") ==
-        "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
+  CHECK(sha_of("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrs"
+               "tnopqrstu") == "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1");
   // Lengths around the padding boundary (55 fits the length in the same block, 56 does not),
   // digests from Python's hashlib.
   CHECK(sha_of(std::string(55, 'a')) == "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
@@ -97,10 +98,10 @@ TEST_CASE("sha256 matches the FIPS 180-2 test vectors", "[checkpoint]") {
 TEST_CASE("safetensors round trip of F32, F64 and BF16 tensors", "[checkpoint]") {
   TempDir tmp;
   const std::string path = tmp / "t.safetensors";
-  std::vector<float> w = {1.5f, -2.25f, 3.0f, 1e-30f, 7.0f, -0.0f};           // (2, 3)
-  std::vector<double> b = {0.1, 0.2, -1e300, 4.0};                              // (4)
+  std::vector<float> w = {1.5f, -2.25f, 3.0f, 1e-30f, 7.0f, -0.0f};            // (2, 3)
+  std::vector<double> b = {0.1, 0.2, -1e300, 4.0};                             // (4)
   std::vector<uint16_t> h = {0x3f80, 0xc000, 0x7fc0, 0x0001, 0xffff, 0x1234};  // (3, 2) bf16 bits
-  float scalar = 42.0f, s2 = 0;                                                 // ()
+  float scalar = 42.0f, s2 = 0;                                                // ()
   std::vector<TensorEntry> tensors = {
       {"w", "F32", {2, 3}, w.data(), w.size() * 4},
       {"b", "F64", {4}, b.data(), b.size() * 8},
@@ -167,10 +168,12 @@ TEST_CASE("safetensors rejects invalid tensors on write", "[checkpoint]") {
   float x[6] = {};
   CHECK_THROWS_WITH(write_safetensors(path, {{"x", "F32", {2, 3}, x, 20}}), Contains("needs 24"));
   CHECK_THROWS_WITH(write_safetensors(path, {{"x", "F17", {6}, x, 24}}), Contains("unknown dtype 'F17'"));
-  CHECK_THROWS_WITH(write_safetensors(path, {{"x", "F32", {6}, x, 24}, {"x", "F32", {6}, x, 24}}), Contains("duplicate"));
+  CHECK_THROWS_WITH(write_safetensors(path, {{"x", "F32", {6}, x, 24}, {"x", "F32", {6}, x, 24}}),
+                    Contains("duplicate"));
   CHECK_THROWS_WITH(write_safetensors(path, {{"__metadata__", "F32", {6}, x, 24}}), Contains("reserved"));
   CHECK_THROWS_WITH(write_safetensors(path, {{"x", "F32", {-1, 3}, x, 24}}), Contains("negative"));
-  CHECK_THROWS_WITH(write_safetensors(tmp / "no/dir/x.safetensors", {{"x", "F32", {6}, x, 24}}), Contains("cannot create"));
+  CHECK_THROWS_WITH(write_safetensors(tmp / "no/dir/x.safetensors", {{"x", "F32", {6}, x, 24}}),
+                    Contains("cannot create"));
   CHECK_FALSE(fs::exists(path));
 }
 
@@ -205,7 +208,9 @@ TEST_CASE("safetensors rejects truncated and corrupt files", "[checkpoint]") {
   }
   SECTION("hand-made headers that break the rules") {
     const std::string data(16, '\0');
-    struct Case { std::string header, message; };
+    struct Case {
+      std::string header, message;
+    };
     const std::vector<Case> cases = {
         {R"([1, 2])", "not a JSON object"},
         {R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [3], "data_offsets": [4, 16]}})",
@@ -239,7 +244,8 @@ struct FakeModel {
     for (int i = 0; i < 18; ++i) params[i] = base + 0.5f * i, m[i] = -base * i, v[i] = base / (i + 1);
   }
   std::vector<CheckpointFile> files() const {
-    return {{"model.safetensors", {{"tok_emb", "F32", {4, 3}, params.data(), 48}, {"head", "F32", {3, 2}, params.data() + 12, 24}}},
+    return {{"model.safetensors",
+             {{"tok_emb", "F32", {4, 3}, params.data(), 48}, {"head", "F32", {3, 2}, params.data() + 12, 24}}},
             {"optimizer.safetensors", {{"m", "F32", {18}, m.data(), 72}, {"v", "F32", {18}, v.data(), 72}}}};
   }
 };
@@ -300,7 +306,8 @@ TEST_CASE("checkpoint save/load round trip", "[checkpoint]") {
   }
   SECTION("a failed save leaves no step directory and keeps latest") {
     float x[2] = {};
-    CHECK_THROWS_WITH(save_checkpoint(dir, 50, {{"model.safetensors", {{"x", "F32", {3}, x, 8}}}}, meta), Contains("needs 12"));
+    CHECK_THROWS_WITH(save_checkpoint(dir, 50, {{"model.safetensors", {{"x", "F32", {3}, x, 8}}}}, meta),
+                      Contains("needs 12"));
     CHECK_FALSE(fs::exists(dir + "/step_000050"));
     CHECK_FALSE(fs::exists(dir + "/step_000050.tmp"));
     CHECK(load_checkpoint(dir).meta["step"] == 40);
@@ -327,7 +334,8 @@ TEST_CASE("checkpoint latest points to the newest save", "[checkpoint]") {
     std::vector<float> params(18);
     ck.files.at("model.safetensors").copy_to("tok_emb", "F32", params.data(), 48);
     CHECK(params[0] == 3.0f);
-    for (const auto& e : fs::directory_iterator(dir)) CHECK((e.path().extension() != ".tmp" && e.path().extension() != ".old"));
+    for (const auto& e : fs::directory_iterator(dir))
+      CHECK((e.path().extension() != ".tmp" && e.path().extension() != ".old"));
   }
 }
 
@@ -341,11 +349,13 @@ TEST_CASE("checkpoint load detects damaged files", "[checkpoint]") {
   SECTION("one flipped byte in the data") {
     bytes.back() ^= 0x01;
     spit(model, bytes);
-    CHECK_THROWS_WITH(load_checkpoint(dir), "checkpoint " + model + ": checksum mismatch (file corrupted or truncated)");
+    CHECK_THROWS_WITH(load_checkpoint(dir),
+                      "checkpoint " + model + ": checksum mismatch (file corrupted or truncated)");
   }
   SECTION("truncated") {
     fs::resize_file(model, bytes.size() - 1);
-    CHECK_THROWS_WITH(load_checkpoint(dir), Contains(model) && Contains("meta.json says " + std::to_string(bytes.size())) &&
+    CHECK_THROWS_WITH(load_checkpoint(dir), Contains(model) &&
+                                                Contains("meta.json says " + std::to_string(bytes.size())) &&
                                                 Contains("truncated"));
   }
   SECTION("meta.json is not JSON, or from a future format") {

@@ -26,7 +26,11 @@ namespace {
 
 GPTConfig tiny_config() {
   GPTConfig cfg;
-  cfg.layers = 2; cfg.hidden = 6; cfg.heads = 2; cfg.seq = 4; cfg.vocab = 7;
+  cfg.layers = 2;
+  cfg.hidden = 6;
+  cfg.heads = 2;
+  cfg.seq = 4;
+  cfg.vocab = 7;
   return cfg;
 }
 
@@ -60,8 +64,8 @@ TEST_CASE("init_params of a slice equals the same slice of the whole init (bit-i
   std::vector<double> whole(total, -1.0);
   init_params(layout, cfg, 1234, whole.data(), 0, total);
 
-  std::vector<std::pair<size_t, size_t>> slices = {{0, total}, {0, 1}, {total - 1, total}, {5, 50},
-                                                   {100, 777}, {total / 3, 2 * total / 3}};
+  std::vector<std::pair<size_t, size_t>> slices = {{0, total}, {0, 1},     {total - 1, total},
+                                                   {5, 50},    {100, 777}, {total / 3, 2 * total / 3}};
   const TensorSpec& qkv = layout.find("blocks.1.attn.qkv.weight");
   slices.push_back({qkv.offset + 7, qkv.offset + qkv.numel - 5});  // strictly inside one tensor
   for (const TensorSpec& t : layout.tensors()) {                   // every boundary, cut on both sides
@@ -87,7 +91,11 @@ TEST_CASE("init_params of a slice equals the same slice of the whole init (bit-i
 
 TEST_CASE("init_params follows the documented per-tensor formula", "[core]") {
   GPTConfig cfg;
-  cfg.layers = 3; cfg.hidden = 32; cfg.heads = 4; cfg.seq = 16; cfg.vocab = 64;
+  cfg.layers = 3;
+  cfg.hidden = 32;
+  cfg.heads = 4;
+  cfg.seq = 16;
+  cfg.vocab = 64;
   const ParamLayout layout(cfg);
   std::vector<double> p(layout.total());
   init_params(layout, cfg, 99, p.data(), 0, p.size());
@@ -156,12 +164,12 @@ TEST_CASE("rng_stream: uniform in [0,1), normal moments, below in range", "[core
   CHECK(umin < 1e-3);
   CHECK(umax > 1 - 1e-3);
   const double umean = usum / n, uvar = usq / n - umean * umean;
-  CHECK(umean == Approx(0.5).margin(0.005));       // σ ≈ 0.0009
-  CHECK(uvar == Approx(1.0 / 12).margin(0.003));   // σ ≈ 0.0003
+  CHECK(umean == Approx(0.5).margin(0.005));      // σ ≈ 0.0009
+  CHECK(uvar == Approx(1.0 / 12).margin(0.003));  // σ ≈ 0.0003
   const double nmean = nsum / n, nvar = nsq / n - nmean * nmean;
-  CHECK(nmean == Approx(0.0).margin(0.02));        // σ ≈ 0.003
-  CHECK(nvar == Approx(1.0).margin(0.03));         // σ ≈ 0.0045
-  CHECK(double(tails) / n == Approx(0.0455).margin(0.005));  // Gaussian tails, not just moments
+  CHECK(nmean == Approx(0.0).margin(0.02));                                   // σ ≈ 0.003
+  CHECK(nvar == Approx(1.0).margin(0.03));                                    // σ ≈ 0.0045
+  CHECK(double(tails) / n == Approx(0.0455).margin(0.005));                   // Gaussian tails, not just moments
   for (int k = 0; k < 10; ++k) CHECK(hist[k] == Approx(n / 10).margin(600));  // σ ≈ 95
 }
 
@@ -211,9 +219,11 @@ TEST_CASE("dropout masks do not depend on the micro-batch split", "[core]") {
     std::vector<float> ones(TT, 1.0f);
     std::vector<float> mw(static_cast<size_t>(Bg) * NH * TT), mm(static_cast<size_t>(2) * NH * TT);
     for (int b = 0; b < Bg; ++b)
-      for (int h = 0; h < NH; ++h) whole.apply(mw.data() + (b * NH + h) * TT, ones.data(), TT, whole.attention_index(b, h, 0));
+      for (int h = 0; h < NH; ++h)
+        whole.apply(mw.data() + (b * NH + h) * TT, ones.data(), TT, whole.attention_index(b, h, 0));
     for (int b = 0; b < 2; ++b)
-      for (int h = 0; h < NH; ++h) micro.apply(mm.data() + (b * NH + h) * TT, ones.data(), TT, micro.attention_index(b, h, 0));
+      for (int h = 0; h < NH; ++h)
+        micro.apply(mm.data() + (b * NH + h) * TT, ones.data(), TT, micro.attention_index(b, h, 0));
     CHECK(std::memcmp(mm.data(), mw.data() + 2 * NH * TT, mm.size() * sizeof(float)) == 0);
     // Not trivially equal: different samples and heads see different masks; values are 0 or 1/(1-p).
     CHECK(std::memcmp(mw.data(), mw.data() + 2 * NH * TT, 2 * NH * TT * sizeof(float)) != 0);
@@ -264,8 +274,10 @@ TEST_CASE("dropout masks do not depend on the micro-batch split", "[core]") {
       size_t zeros = 0;
       bool scaled = true;
       for (double v : a) {
-        if (v == 0.0) ++zeros;
-        else scaled = scaled && v == 1.0 / (1.0 - pp);
+        if (v == 0.0)
+          ++zeros;
+        else
+          scaled = scaled && v == 1.0 / (1.0 - pp);
       }
       INFO("p = " << pp);
       CHECK(double(zeros) / a.size() == Approx(pp).margin(0.015));
@@ -306,7 +318,7 @@ TEST_CASE("memory ledger books exact bytes per category", "[core]") {
     }
     CHECK(L.current(Mem::adam_m) == 0);  // destruction releases
     CHECK(L.current(Mem::activation) == 0);
-    CHECK(L.peak(Mem::adam_m) == 56);    // peaks persist
+    CHECK(L.peak(Mem::adam_m) == 56);  // peaks persist
     CHECK(L.peak(Mem::activation) == 104);
     CHECK(L.total_peak() == 4004 + 56 + 104);
 
@@ -344,8 +356,8 @@ TEST_CASE("memory ledger books exact bytes per category", "[core]") {
   CHECK_THROWS_AS(L.release(Mem::momentum, 1), std::logic_error);
 
   const nlohmann::json j = L.to_json();
-  for (const char* name : {"param", "grad", "master", "adam_m", "adam_v", "momentum", "activation", "comm_buffer",
-                           "workspace"}) {
+  for (const char* name :
+       {"param", "grad", "master", "adam_m", "adam_v", "momentum", "activation", "comm_buffer", "workspace"}) {
     INFO(name);
     REQUIRE(j.contains(name));
     CHECK(j[name].contains("current"));
@@ -428,7 +440,7 @@ TEST_CASE("bf16 rounds to nearest even and swamps small updates (C2)", "[core]")
   CHECK(to_bf16(0.0f) == 0x0000);
   CHECK(to_bf16(-0.0f) == 0x8000);
   CHECK(float_bits(1e-40f) == 0x000116c2u);
-  CHECK(to_bf16(1e-40f) == 0x0001);                    // subnormals round like any other value
+  CHECK(to_bf16(1e-40f) == 0x0001);                   // subnormals round like any other value
   CHECK(to_bf16(bits_float(0x00018000u)) == 0x0002);  // subnormal tie to even (odd → up)
 
   // NaN stays NaN (any payload, including one only in the discarded bits); infinities are kept.
@@ -451,20 +463,21 @@ TEST_CASE("bf16 rounds to nearest even and swamps small updates (C2)", "[core]")
   CHECK(round_bf16(w + 1e-3f) == w);
   CHECK(round_bf16(w + 0x1.0p-8f * 0.99f) == w);
   CHECK(round_bf16(w + 0x1.0p-8f * 1.01f) == w + 0x1.0p-7f);  // just past the threshold the update lands
-  CHECK(round_bf16(256.0f + 0.9f) == 256.0f);                  // the threshold scales with |w|
+  CHECK(round_bf16(256.0f + 0.9f) == 256.0f);                 // the threshold scales with |w|
   CHECK(round_bf16(256.0f + 1.1f) == 258.0f);
   // The exact rule is |u| < half the bf16 spacing at w, which lies between |w|/2^9 and |w|/2^8:
   // always swamped below |w|/2^9, never above |w|/2^8, in between it depends on w and the sign of u.
-  CHECK(round_bf16(1.0f - 0.003f) != 1.0f);          // |u| < |w|/2^8, but the spacing halves below 2^k
+  CHECK(round_bf16(1.0f - 0.003f) != 1.0f);              // |u| < |w|/2^8, but the spacing halves below 2^k
   CHECK(round_bf16(1.9921875f + 0.005f) != 1.9921875f);  // |u| < |w|/2^8, but |w| is near the top of its octave
   {
     const RngStream r = rng_stream(5, "test:swamping");
     bool below_swamped = true, above_moves = true;
     for (uint64_t i = 0; i < 20000; ++i) {
-      const float wv = round_bf16(float(std::exp(8.0 * (r.uniform(4 * i) - 0.5))) * (r.uniform(4 * i + 1) < 0.5 ? -1 : 1));
+      const float wv =
+          round_bf16(float(std::exp(8.0 * (r.uniform(4 * i) - 0.5))) * (r.uniform(4 * i + 1) < 0.5 ? -1 : 1));
       const float mag = float(r.uniform(4 * i + 2));  // (0, 1)
       const float sign = r.uniform(4 * i + 3) < 0.5 ? -1.0f : 1.0f;
-      const float u_small = sign * mag * std::fabs(wv) * 0x1.0p-9f;            // |u| < |w|/2^9
+      const float u_small = sign * mag * std::fabs(wv) * 0x1.0p-9f;                  // |u| < |w|/2^9
       const float u_big = sign * (1.0f + mag) * std::fabs(wv) * 0x1.0p-8f * 1.001f;  // |u| > |w|/2^8
       below_swamped = below_swamped && round_bf16(wv + u_small) == wv;
       above_moves = above_moves && round_bf16(wv + u_big) != wv;

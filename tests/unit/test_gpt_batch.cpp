@@ -42,7 +42,12 @@ struct Setup {
   }
   static GPTConfig make_cfg(double dropout) {
     GPTConfig c;
-    c.layers = 2; c.hidden = 8; c.heads = 2; c.seq = 5; c.vocab = 11; c.dropout = dropout;
+    c.layers = 2;
+    c.hidden = 8;
+    c.heads = 2;
+    c.seq = 5;
+    c.vocab = 11;
+    c.dropout = dropout;
     return c;
   }
   double scale() const { return 1.0 / (kSamples * cfg.seq); }
@@ -113,7 +118,7 @@ TEST_CASE("gradient accumulation over micro-batches equals one big batch (f64)",
   const BatchResult one = s.full(3, 0);
   const BatchResult four = s.split(3, 0, [](int k) { return k; });
   REQUIRE(std::isfinite(one.loss));
-  CHECK(one.loss > 1.0);        // ~log(11) for a near-random model: a real loss, not zero
+  CHECK(one.loss > 1.0);         // ~log(11) for a near-random model: a real loss, not zero
   CHECK(grad_norm(one) > 1e-3);  // and real gradients
   compare(s, one, four, 1e-12);
 

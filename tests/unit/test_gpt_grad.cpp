@@ -15,7 +15,12 @@ namespace {
 
 double model_rel_error(double dropout) {
   GPTConfig cfg;
-  cfg.layers = 2; cfg.hidden = 8; cfg.heads = 2; cfg.seq = 5; cfg.vocab = 11; cfg.dropout = dropout;
+  cfg.layers = 2;
+  cfg.hidden = 8;
+  cfg.heads = 2;
+  cfg.seq = 5;
+  cfg.vocab = 11;
+  cfg.dropout = dropout;
   ParamLayout layout(cfg);
   MemoryLedger ledger;
   const int B = 2, N = B * cfg.seq;
@@ -25,7 +30,10 @@ double model_rel_error(double dropout) {
   RngStream r = rng_stream(3, "test");
   for (size_t i = 0; i < P.size(); ++i) P[i] += 0.3 * r.normal(1000 + i);  // move off the symmetric init
   std::vector<int32_t> in(N), tg(N);
-  for (int i = 0; i < N; ++i) { in[i] = int(r.below(i, cfg.vocab)); tg[i] = int(r.below(100 + i, cfg.vocab)); }
+  for (int i = 0; i < N; ++i) {
+    in[i] = int(r.below(i, cfg.vocab));
+    tg[i] = int(r.below(100 + i, cfg.vocab));
+  }
   DropoutContext dc{11, 4, 2};
   const double scale = 1.0 / N;
   auto loss = [&]() { return model.forward(P.data(), in.data(), tg.data(), true, dc) * scale; };
@@ -36,11 +44,15 @@ double model_rel_error(double dropout) {
     double num = 0, den_g = 0, den_fd = 0;
     for (size_t i = t.offset; i < t.offset + t.numel; ++i) {
       const double h = 1e-5, keep = P[i];
-      P[i] = keep + h; double lp = loss();
-      P[i] = keep - h; double lm = loss();
+      P[i] = keep + h;
+      double lp = loss();
+      P[i] = keep - h;
+      double lm = loss();
       P[i] = keep;
       double fd = (lp - lm) / (2 * h);
-      num += (G[i] - fd) * (G[i] - fd); den_g += G[i] * G[i]; den_fd += fd * fd;
+      num += (G[i] - fd) * (G[i] - fd);
+      den_g += G[i] * G[i];
+      den_fd += fd * fd;
     }
     double rel = std::sqrt(num) / std::max(1e-30, std::max(std::sqrt(den_g), std::sqrt(den_fd)));
     INFO(t.name << " rel err " << rel);

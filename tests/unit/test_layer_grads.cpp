@@ -113,7 +113,7 @@ TEST_CASE("linear backward matches finite differences", "[grad]") {
 
   Vec d_in(N * IC, 123.0);  // garbage: must be overwritten
   const Vec w0 = randn(OC * IC, 5), b0 = randn(OC, 6);
-  Vec d_w = w0, d_b = b0;   // must accumulate
+  Vec d_w = w0, d_b = b0;  // must accumulate
   linear_backward(d_in.data(), d_w.data(), d_b.data(), r.data(), in.data(), w.data(), N, IC, OC);
 
   check_grad("linear d_in", d_in, fd_grad(in, objective));
@@ -278,7 +278,8 @@ void attention_case(double p, AttentionDims d) {
   bool upper_zero = true;
   for (int bh = 0; bh < B * NH; ++bh)
     for (int i = 0; i < T; ++i)
-      for (int j = i + 1; j < T; ++j) upper_zero = upper_zero && probs[(static_cast<size_t>(bh) * T + i) * T + j] == 0.0;
+      for (int j = i + 1; j < T; ++j)
+        upper_zero = upper_zero && probs[(static_cast<size_t>(bh) * T + i) * T + j] == 0.0;
   CHECK(upper_zero);  // probs are kept zero above the diagonal
 
   if (p > 0) {  // dropout really dropped something, and changed the output
@@ -305,9 +306,7 @@ void attention_case(double p, AttentionDims d) {
 
 TEST_CASE("attention backward matches finite differences", "[grad]") { attention_case(0.0, {2, 4, 6, 2}); }
 
-TEST_CASE("attention backward matches finite differences with dropout", "[grad]") {
-  attention_case(0.3, {2, 4, 6, 2});
-}
+TEST_CASE("attention backward matches finite differences with dropout", "[grad]") { attention_case(0.3, {2, 4, 6, 2}); }
 
 // A long odd sequence, so any row/column blocking of the T×T work has several (ragged) blocks.
 TEST_CASE("attention backward matches finite differences, long sequence", "[grad]") {
