@@ -1,7 +1,7 @@
 # shardlab — every entry point: deps, build, run, test, lessons, bench.
 #   make deps     install missing system packages (apt-get as root, sudo otherwise)
 #   make          build build/shardlab (mpicxx -O3)
-#   make run      train the default model on the default corpus
+#   make run      train the default model on the default corpus, data parallel over every core
 #   make test     unit tests, MPI tests and every lesson
 #   make lessons  every lessons/NN_*/run
 #   make bench    throughput and GEMM-efficiency benchmarks
@@ -49,10 +49,16 @@ $(BUILD)/unit_tests: $(OBJ_UNIT) $(BUILD)/libshardlab.a
 $(BUILD)/mpi_tests: $(OBJ_MPI) $(BUILD)/libshardlab.a
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
+# make run: the default model, data parallel over one rank per core — the largest count that divides
+# the default global batch of 32 — each rank taking 32/N samples per step, into a new runs/ directory.
+RUN_RANKS ?= $(shell n=$$(getconf _NPROCESSORS_ONLN); while [ $$((32 % n)) -ne 0 ]; do n=$$((n - 1)); done; echo $$n)
+RUN_DIR   ?= runs/default-$(shell date +%Y%m%d-%H%M%S)
 run: $(BUILD)/shardlab
-	$(BUILD)/shardlab train --out runs/default --save runs/default/checkpoints
-	@echo; echo "A sample from the trained model (build/shardlab sample --load runs/default/checkpoints):"
-	@$(BUILD)/shardlab sample --load runs/default/checkpoints --prompt "Note 7: " --tokens 400 --temperature 0.6
+	@echo "make run: data parallel on $(RUN_RANKS) MPI ranks (one per core), writing $(RUN_DIR)"
+	@echo "  (one process: build/shardlab train --out DIR; another layout: scripts/mpirun.sh -np N build/shardlab train --zero 3 …)"
+	bash scripts/mpirun.sh -np $(RUN_RANKS) $(BUILD)/shardlab train --micro-batch $$((32 / $(RUN_RANKS))) --out $(RUN_DIR) --save $(RUN_DIR)/checkpoints
+	@echo; echo "A sample from the trained model (build/shardlab sample --load $(RUN_DIR)/checkpoints):"
+	@$(BUILD)/shardlab sample --load $(RUN_DIR)/checkpoints --prompt "Note 7: " --tokens 400 --temperature 0.6
 
 unit: $(BUILD)/unit_tests
 	$(BUILD)/unit_tests

@@ -47,9 +47,15 @@ double gemm_gflops(bool f64, int M, int N, int K) {
   return f64 ? gemm_gflops<double>(M, N, K) : gemm_gflops<float>(M, N, K);
 }
 
-// Seconds for cfg.steps training steps of T after one warm-up step, on random tokens.
+// Seconds for cfg.steps training steps of T after one warm-up step, on random tokens, and the model
+// states' bytes that training kept (from the ledger).
+struct Timing {
+  double seconds;
+  size_t model_state_bytes;
+};
 template <class T>
-double time_steps(const TrainConfig& cfg, MemoryLedger& ledger) {
+Timing time_steps(const TrainConfig& cfg) {
+  MemoryLedger ledger;
   const GPTConfig& m = cfg.model;
   ParamLayout layout(m);
   ModelStates<T> states(cfg, layout, ledger);
@@ -73,7 +79,7 @@ double time_steps(const TrainConfig& cfg, MemoryLedger& ledger) {
   step(1);  // warm-up: page in every buffer
   auto t0 = std::chrono::steady_clock::now();
   for (int s = 2; s < 2 + cfg.steps; ++s) step(s);
-  return seconds_since(t0);
+  return {seconds_since(t0), ledger.model_state_bytes()};
 }
 
 }  // namespace
@@ -90,8 +96,8 @@ int bench_command(const CommandArgs& args, const Runtime& rt) {
   if (std::string err = validate_train_config(cfg); !err.empty()) throw std::invalid_argument(err);
   const GPTConfig& m = cfg.model;
   const bool f64 = cfg.dtype == "f64";
-  MemoryLedger ledger;
-  const double sec = f64 ? time_steps<double>(cfg, ledger) : time_steps<float>(cfg, ledger);
+  const Timing t = f64 ? time_steps<double>(cfg) : time_steps<float>(cfg);
+  const double sec = t.seconds;
   ParamLayout layout(m);
   const int B = cfg.micro_batch, T = m.seq;
   const double tokens = double(cfg.steps) * B * T;
@@ -102,7 +108,7 @@ int bench_command(const CommandArgs& args, const Runtime& rt) {
   const char* gemm_name = f64 ? "dgemm" : "sgemm";
   std::printf("config L%d H%d A%d S%d B%d (%zu params, %s; model states %.0f B/param from the ledger)\n", m.layers,
               m.hidden, m.heads, T, B, layout.total(), cfg.mixed == "bf16" ? "mixed bf16" : cfg.dtype.c_str(),
-              double(ledger.model_state_bytes()) / layout.total());
+              double(t.model_state_bytes) / layout.total());
   std::printf("  training    %9.0f tokens/s   %7.2f GFLOP/s   (%.1f ms/step over %d steps, %.2f MFLOP/token)\n",
               tokens / sec, model_gflops, 1e3 * sec / cfg.steps, cfg.steps, flops_per_token / 1e6);
   std::printf("  %s       %7.2f GFLOP/s on %d×%d×%d (the model's MLP shape), %7.2f GFLOP/s on 1024³\n", gemm_name,

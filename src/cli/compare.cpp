@@ -7,7 +7,7 @@ namespace shardlab {
 
 int compare_command(const CommandArgs& args, const Runtime& rt) {
   std::vector<std::string> dirs;
-  double rtol = -1;
+  std::optional<double> rtol;
   bool all = false;
   Flags flags("shardlab compare", "Compare two runs' loss curves step by step; exit 1 past the tolerance.");
   flags.positional("runs", dirs, "REF_DIR RUN_DIR: two directories written with --out", 2, 2);
@@ -16,8 +16,8 @@ int compare_command(const CommandArgs& args, const Runtime& rt) {
   flags.flag("--all", all, "print every step, not 25 of them");
   if (int rc = parse_command(flags, args, rt, "shardlab compare"); rc >= 0) return rc;
   if (!rt.is_root()) return 0;
-  if (flags.given("--rtol") && rtol < 0) throw std::invalid_argument("--rtol expects a number ≥ 0");
-  return compare_runs(dirs[0], dirs[1], rtol, all);
+  if (rtol && *rtol < 0) throw std::invalid_argument("--rtol expects a number ≥ 0");
+  return compare_runs(dirs[0], dirs[1], rtol ? *rtol : -1, all);
 }
 
 }  // namespace shardlab

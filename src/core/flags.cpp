@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -77,10 +78,24 @@ std::string readable_regular_file(const std::string& path) {
   return "";
 }
 
+// CLI11's help with one blank line between groups (its own puts two).
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode) const override {
+    std::string out = make_description(app) + make_usage(app, name) + make_positionals(app);
+    for (const std::string& group : app->get_groups()) {
+      std::vector<const CLI::Option*> opts =
+          app->get_options([&](const CLI::Option* o) { return o->get_group() == group && o->nonpositional(); });
+      if (!group.empty() && !opts.empty()) out += make_group(group, false, opts);
+    }
+    return out;
+  }
+};
+
 }  // namespace
 
 struct Flags::Binding {
-  enum Kind { i32, u64, f64, text, choice, toggle } kind;
+  enum Kind { i32, u64, f64, f64_optional, text, choice, toggle } kind;
   std::string name, group;
   void* field;
   std::vector<std::string> choices;
@@ -94,6 +109,10 @@ struct Flags::Binding {
       case i32: return std::to_string(*static_cast<int*>(field));
       case u64: return std::to_string(*static_cast<uint64_t*>(field));
       case f64: return exact_number(*static_cast<double*>(field));
+      case f64_optional: {
+        const auto& v = *static_cast<std::optional<double>*>(field);
+        return v ? exact_number(*v) : "";
+      }
       case toggle: return *static_cast<bool*>(field) ? "true" : "false";
       default: return *static_cast<std::string*>(field);
     }
@@ -104,6 +123,12 @@ struct Flags::Binding {
       case i32: why = to_int(raw, lo, hi, *static_cast<int*>(field)); break;
       case u64: why = to_u64(raw, *static_cast<uint64_t*>(field)); break;
       case f64: why = to_double(raw, *static_cast<double*>(field)); break;
+      case f64_optional: {
+        double v = 0;
+        why = to_double(raw, v);
+        *static_cast<std::optional<double>*>(field) = v;
+        break;
+      }
       case text: *static_cast<std::string*>(field) = raw; break;
       case toggle: *static_cast<bool*>(field) = on; break;
       case choice: {
@@ -151,7 +176,9 @@ struct Flags::Impl {
 Flags::Flags(const std::string& command, const std::string& description)
     : impl_(std::make_unique<Impl>(command, description)) {
   impl_->app.allow_config_extras(CLI::config_extras_mode::error);
-  impl_->app.get_formatter()->column_width(34);
+  auto formatter = std::make_shared<HelpFormatter>();
+  formatter->column_width(34);
+  impl_->app.formatter(formatter);
 }
 Flags::~Flags() = default;
 
@@ -170,6 +197,9 @@ void Flags::add(const std::string& name, uint64_t& v, const std::string& help) {
 void Flags::add(const std::string& name, double& v, const std::string& help) {
   Binding& b = impl_->bind(Binding::f64, name, &v, help, "NUMBER");
   b.option->default_str(b.value_text());
+}
+void Flags::add(const std::string& name, std::optional<double>& v, const std::string& help) {
+  impl_->bind(Binding::f64_optional, name, &v, help, "NUMBER");
 }
 void Flags::add(const std::string& name, std::string& v, const std::string& help, const std::string& type) {
   Binding& b = impl_->bind(Binding::text, name, &v, help, type);
@@ -224,7 +254,7 @@ bool Flags::given(const std::string& name) const {
   return false;
 }
 
-std::string Flags::to_toml() const {
+std::string Flags::to_toml(const std::vector<std::string>& commented) const {
   std::ostringstream o;
   std::string group;
   for (const auto& b : impl_->bindings) {
@@ -234,7 +264,8 @@ std::string Flags::to_toml() const {
     }
     const std::string key = b->name.substr(b->name.find_first_not_of('-'));
     const bool is_text = b->kind == Binding::text || b->kind == Binding::choice;
-    o << key << " = " << (is_text ? quoted(b->value_text()) : b->value_text()) << "\n";
+    const bool comment = std::find(commented.begin(), commented.end(), b->name) != commented.end();
+    o << (comment ? "# " : "") << key << " = " << (is_text ? quoted(b->value_text()) : b->value_text()) << "\n";
   }
   return o.str();
 }
@@ -247,6 +278,11 @@ nlohmann::json Flags::to_json() const {
       case Binding::i32: j[key] = *static_cast<int*>(b->field); break;
       case Binding::u64: j[key] = *static_cast<uint64_t*>(b->field); break;
       case Binding::f64: j[key] = *static_cast<double*>(b->field); break;
+      case Binding::f64_optional: {
+        const auto& v = *static_cast<std::optional<double>*>(b->field);
+        if (v) j[key] = *v;
+        break;
+      }
       case Binding::toggle: j[key] = *static_cast<bool*>(b->field); break;
       default: j[key] = *static_cast<std::string*>(b->field);
     }

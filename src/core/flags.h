@@ -13,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ class Flags {
            int hi = std::numeric_limits<int>::max());
   void add(const std::string& name, uint64_t& v, const std::string& help);
   void add(const std::string& name, double& v, const std::string& help);  // finite numbers only
+  void add(const std::string& name, std::optional<double>& v, const std::string& help);  // absent unless given
   void add(const std::string& name, std::string& v, const std::string& help, const std::string& type = "TEXT");
   void choice(const std::string& name, std::string& v, const std::vector<std::string>& choices,
               const std::string& help);
@@ -56,7 +58,9 @@ class Flags {
   bool given(const std::string& name) const;
 
   // Every flag (not positionals, not --config) with its current value, in the order added.
-  std::string to_toml() const;  // "# heading" comments between groups, strings quoted
+  // "# heading" comments between groups, strings quoted; the flags named in `commented` are written
+  // commented out (shown, not read back).
+  std::string to_toml(const std::vector<std::string>& commented = {}) const;
   nlohmann::json to_json() const;
 
  private:

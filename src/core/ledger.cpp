@@ -28,10 +28,12 @@ void MemoryLedger::allocate(Mem c, size_t bytes) {
   if (total_current_ > total_peak_) total_peak_ = total_current_;
 }
 
-void MemoryLedger::release(Mem c, size_t bytes) {
+void MemoryLedger::release(Mem c, size_t bytes) noexcept {
   int i = idx(c);
-  if (bytes > current_[i])
-    throw std::logic_error(std::string("memory ledger: releasing more ") + mem_name(c) + " bytes than allocated");
+  if (bytes > current_[i]) {
+    ++mismatched_;
+    bytes = current_[i];
+  }
   current_[i] -= bytes;
   total_current_ -= bytes;
 }
@@ -51,6 +53,7 @@ nlohmann::json MemoryLedger::to_json() const {
   for (int i = 0; i < kMemCategories; ++i)
     j[mem_name(static_cast<Mem>(i))] = {{"current", current_[i]}, {"peak", peak_[i]}};
   j["total"] = {{"current", total_current_}, {"peak", total_peak_}};
+  if (mismatched_) j["mismatched_releases"] = mismatched_;
   return j;
 }
 

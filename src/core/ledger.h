@@ -23,7 +23,10 @@ const char* mem_name(Mem c);
 class MemoryLedger {
  public:
   void allocate(Mem c, size_t bytes);
-  void release(Mem c, size_t bytes);
+  // Never throws (buffers release from destructors): releasing more than is booked clamps the
+  // category to 0 and counts a mismatch, which to_json reports.
+  void release(Mem c, size_t bytes) noexcept;
+  size_t mismatched_releases() const { return mismatched_; }
   size_t current(Mem c) const { return current_[idx(c)]; }
   size_t peak(Mem c) const { return peak_[idx(c)]; }
   size_t total_current() const { return total_current_; }
@@ -36,7 +39,7 @@ class MemoryLedger {
  private:
   static int idx(Mem c) { return static_cast<int>(c); }
   std::array<size_t, kMemCategories> current_{}, peak_{};
-  size_t total_current_ = 0, total_peak_ = 0;
+  size_t total_current_ = 0, total_peak_ = 0, mismatched_ = 0;
 };
 
 // An owned, zero-initialised, 64-byte aligned array whose bytes are booked in a ledger.
@@ -52,7 +55,7 @@ class Buffer {
     std::memset(static_cast<void*>(data_), 0, n_ * sizeof(T));
     ledger_->allocate(cat_, n_ * sizeof(T));
   }
-  ~Buffer() { reset(); }
+  ~Buffer() { reset(); }  // noexcept: the ledger never throws on release
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   Buffer(Buffer&& o) noexcept { swap(o); }
@@ -64,7 +67,7 @@ class Buffer {
     return *this;
   }
 
-  void reset() {
+  void reset() noexcept {
     if (data_) {
       ledger_->release(cat_, n_ * sizeof(T));
       std::free(data_);

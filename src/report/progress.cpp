@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "report/format.h"
 
@@ -13,7 +15,10 @@ namespace shardlab {
 
 Progress::Progress(const std::string& mode, int first, int total, double tokens_per_step)
     : first_(first), total_(total), tokens_per_step_(tokens_per_step), start_(std::chrono::steady_clock::now()) {
-  bar_ = mode == "bar" || (mode == "auto" && isatty(STDOUT_FILENO));
+  // Under mpirun a rank's stdout is a pseudo-terminal even when mpirun's own output goes to a file;
+  // scripts/mpirun.sh says which (SHARDLAB_STDOUT_TTY=0: not a terminal, plain lines).
+  const char* tty = std::getenv("SHARDLAB_STDOUT_TTY");
+  bar_ = mode == "bar" || (mode == "auto" && isatty(STDOUT_FILENO) && !(tty && std::string(tty) == "0"));
   quiet_ = mode == "none";
   every_ = std::max(1, (total - first) / 10);
 }

@@ -133,7 +133,9 @@ std::string TrainConfig::to_toml() const {
   TrainConfig copy = *this;
   Flags f("shardlab train", "");
   add_train_flags(f, copy);
-  return "# shardlab train --config FILE reads this; flags on the command line override it.\n" + f.to_toml();
+  return "# The resolved configuration of a shardlab train run. `shardlab train --config FILE --out NEW_DIR` runs\n"
+         "# it again (flags on the command line override the file); where it wrote is shown, not read back.\n" +
+         f.to_toml({"--out", "--save"});
 }
 
 TrainConfig TrainConfig::from_json(const nlohmann::json& j) {

@@ -156,7 +156,7 @@ if command -v mpirun >/dev/null 2>&1; then
   mpi_case "mpirun -np 2 eval --load of a nonexistent directory: one error, non-zero exit" \
     "$S" eval --load "$W/nockpt" --data "$W/small.txt"
 else
-  ok "MPI cases skipped (no mpirun)"
+  fail "MPI cases" "no mpirun (no OpenMPI: make deps installs it)"
 fi
 
 [ "$fails" = 0 ]

@@ -135,7 +135,7 @@ if ! cmp -s "$tmp/s1" "$tmp/s3"; then ok "(e) sample: another seed, other text";
 
 # ---------------------------------------------------------------- (f) safetensors layout
 if [ -z "$PY" ]; then
-  ok "(f) skipped (no python3)"
+  fail "(f) safetensors layout" "no python3 (make deps installs it)"
 else
   for v in f32_dropout:F32 f64:F64 bf16_adamw:BF16; do
     f=$tmp/${v%%:*}/ckA/step_000012/model.safetensors
@@ -177,6 +177,29 @@ print("; ".join(bad[:4])); sys.exit(1 if bad else 0)
 EOF
     ); then ok "$name"; else fail "$name" "$out"; fi
   done
+  # docs/checkpoint_format.md describes what is really there: meta.json's keys (its table), and
+  # optimizer.safetensors as master.*, then adam_m.*, then adam_v.*, each in the parameter order.
+  step=$tmp/bf16_adamw/ckA/step_000012
+  name="(f) docs/checkpoint_format.md: meta.json keys and optimizer.safetensors order match a real bf16 checkpoint"
+  if out=$($PY - docs/checkpoint_format.md "$step" 2>&1 <<'EOF'
+import json, re, struct, sys
+doc, step = open(sys.argv[1]).read(), sys.argv[2]
+section = doc.split("## `meta.json`")[1].split("```")[0]
+documented = set(re.findall(r"^\| `([a-z_]+)`", section, re.M))
+meta = json.load(open(step + "/meta.json"))
+bad = []
+if documented != set(meta): bad.append("documented keys %s, real keys %s" % (sorted(documented), sorted(meta)))
+def names(path):
+    b = open(path, "rb").read(); n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n]); h.pop("__metadata__", None)
+    return [k for k, _ in sorted(h.items(), key=lambda kv: kv[1]["data_offsets"][0])]
+params = names(step + "/model.safetensors")
+want = [k + "." + p for k in ("master", "adam_m", "adam_v") for p in params]
+got = names(step + "/optimizer.safetensors")
+if got != want: bad.append("optimizer.safetensors order %s..., documented %s..." % (got[:3], want[:3]))
+print("; ".join(bad)); sys.exit(1 if bad else 0)
+EOF
+  ); then ok "$name"; else fail "$name" "$out"; fi
 fi
 
 # ---------------------------------------------------------------- (c) leftovers of an interrupted save

@@ -15,7 +15,7 @@
 #  (8) evaluation's and checkpoint saving's gathers stay out of the training ledger.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
-if ! command -v mpirun >/dev/null 2>&1; then echo "ok - skipped (no mpirun)"; exit 0; fi
+if ! command -v mpirun >/dev/null 2>&1; then echo "FAIL - mpirun exists (no OpenMPI: make deps installs it)"; exit 1; fi
 
 started=()  # mpirun and rank processes of the dead-rank case: killed on exit if still alive
 cleanup() {  # only processes whose command line names our own $tmp/dead*, so never a reused pid
@@ -259,7 +259,7 @@ if train_run "(6) -np 4 --zero 2" 4 "$G/z2" zero2 -- "${TINY[@]}" --dtype f64 --
     fail "(6) plan --ledger of the -np 4 --zero 2 run: exit 0" "exit $?: $(grep -E '!|differ|error' "$G/plan" | head -n 2 | tr '\n' '|')"
   fi
   if [ -z "$PY" ]; then
-    ok "(6) plan --ledger after an edit of rank 2's memory: skipped (no python3)"
+    fail "(6) plan --ledger after an edit of rank 2's memory" "no python3 (make deps installs it)"
   else
     $PY - "$LJ" "$G/bad.json" <<'EOF' >"$G/edit" 2>&1
 import json, sys

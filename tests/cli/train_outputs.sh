@@ -70,7 +70,7 @@ ledger_check() {  # ledger_check NAME BYTES_PER_PARAM: "param grad master adam_m
   local name=$1 bpp=$2 f=$tmp/$1/ledger.json out params
   params=$(awk '/^training [0-9]+ params/ { print $2; exit }' "$tmp/$name.log")
   if [ ! -f "$f" ]; then fail "$name: ledger.json exists" "no $f"; return; fi
-  if [ -z "$JSON" ]; then ok "$name: ledger.json checks skipped (no python3 or jq)"; return; fi
+  if [ -z "$JSON" ]; then fail "$name: ledger.json checks" "no python3 or jq (make deps installs python3)"; return; fi
   if [ "$JSON" = python3 ]; then
     out=$(python3 - "$f" "$params" "$bpp" 2>&1 <<'EOF'
 import json, sys
