@@ -1,6 +1,7 @@
 // Process grid construction (see process_grid.h).
 #include "comm/process_grid.h"
 
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -89,15 +90,16 @@ Communicator& ProcessGrid::dp_in_node() {
   if (!dp_in_node_) {
     Communicator& dp = comm(Axis::dp);
     std::vector<int> node_of_member = dp.all_gather_value(node());
-    int here = 0, nodes = 0;
+    int here = 0;
+    std::set<int> distinct;  // the nodes this dp group spans
     for (int n : node_of_member) {
       here += n == node();
-      nodes = std::max(nodes, n + 1);
+      distinct.insert(n);
     }
     // Every node must hold the same number of dp members for the replicas to line up.
     std::vector<int> counts = dp.all_gather_value(here);
     for (int c : counts)
-      if (c != counts[0] || nodes < 2)
+      if (c != counts[0] || distinct.size() < 2)
         throw std::invalid_argument(
             "--fsdp hybrid needs the data-parallel ranks spread evenly over at least 2 nodes "
             "(use --ranks-per-node K with K dividing --dp, K < --dp)");

@@ -2,9 +2,6 @@
 // was given is converted by our own parser, so every command accepts and refuses numbers alike.
 #include "core/flags.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+
+#include "core/paths.h"
 
 namespace shardlab {
 
@@ -67,15 +66,6 @@ std::string to_double(const std::string& s, double& out) {
 std::string quoted(const std::string& s) {
   const char q = s.find('"') == std::string::npos ? '"' : '\'';  // TOML: basic or literal string
   return q + s + q;
-}
-
-// --config: a regular file that can be read (never a device, FIFO or directory).
-std::string readable_regular_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return "'" + path + "' does not exist";
-  if (!S_ISREG(st.st_mode)) return "'" + path + "' is not a regular file";
-  if (::access(path.c_str(), R_OK) != 0) return "'" + path + "' cannot be read";
-  return "";
 }
 
 // CLI11's help with one blank line between groups (its own puts two).
@@ -226,7 +216,7 @@ void Flags::positional(const std::string& name, std::vector<std::string>& v, con
 void Flags::config_file(const std::string& name, const std::string& help) {
   impl_->config = impl_->app.set_config(name, "", help);
   impl_->config->type_name("FILE")->group(impl_->group);
-  impl_->config->check(CLI::Validator(readable_regular_file, "", "regular file"));
+  impl_->config->check(CLI::Validator(input_file_problem, "", "regular file"));
 }
 
 ParseResult Flags::parse(const std::vector<std::string>& args) {

@@ -40,7 +40,7 @@ class Flags {
   void add(const std::string& name, int& v, const std::string& help, int lo = std::numeric_limits<int>::min(),
            int hi = std::numeric_limits<int>::max());
   void add(const std::string& name, uint64_t& v, const std::string& help);
-  void add(const std::string& name, double& v, const std::string& help);  // finite numbers only
+  void add(const std::string& name, double& v, const std::string& help);                 // finite numbers only
   void add(const std::string& name, std::optional<double>& v, const std::string& help);  // absent unless given
   void add(const std::string& name, std::string& v, const std::string& help, const std::string& type = "TEXT");
   void choice(const std::string& name, std::string& v, const std::vector<std::string>& choices,

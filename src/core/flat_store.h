@@ -14,11 +14,12 @@ template <class T>
 class FlatStore {
  public:
   FlatStore() = default;
+  // Element g sits at the alignment it has in a whole buffer (alignment_phase), whatever the range.
   FlatStore(MemoryLedger& ledger, Mem cat, bool half, size_t begin, size_t size) : bf16_(half), begin_(begin) {
     if (half)
-      h_ = Buffer<bf16>(ledger, cat, size);
+      h_ = Buffer<bf16>(ledger, cat, size, alignment_phase<bf16>(begin));
     else
-      t_ = Buffer<T>(ledger, cat, size);
+      t_ = Buffer<T>(ledger, cat, size, alignment_phase<T>(begin));
   }
   bool exists() const { return h_.size() + t_.size() > 0; }
   bool is_bf16() const { return bf16_; }

@@ -42,16 +42,31 @@ class MemoryLedger {
   size_t total_current_ = 0, total_peak_ = 0, mismatched_ = 0;
 };
 
-// An owned, zero-initialised, 64-byte aligned array whose bytes are booked in a ledger.
+constexpr size_t kBufferAlign = 64;  // bytes: one cache line, one AVX-512 register
+
+// Where element g of a flat index space (the parameter layout) sits within a 64-byte line when element
+// 0 starts one: the `phase` a buffer holding elements [g, …) gets, so that element g has the same
+// alignment in every layout. Vectorised code (Eigen) peels unaligned leading elements onto a scalar
+// path, and the scalar and vector paths may round differently (fused multiply-adds); with equal
+// alignment every layout takes the same path for the same element, which keeps ZeRO and pipeline
+// stages bit-identical to the whole buffer.
+template <class T>
+size_t alignment_phase(size_t g) {
+  return g % (kBufferAlign / sizeof(T));
+}
+
+// An owned, zero-initialised array whose bytes are booked in a ledger. Element 0 starts `phase`
+// elements into a 64-byte aligned line (0: aligned).
 template <class T>
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(MemoryLedger& ledger, Mem cat, size_t n) : ledger_(&ledger), cat_(cat), n_(n) {
+  Buffer(MemoryLedger& ledger, Mem cat, size_t n, size_t phase = 0) : ledger_(&ledger), cat_(cat), n_(n) {
     if (n_ == 0) return;
-    size_t bytes = (n_ * sizeof(T) + 63) / 64 * 64;
-    data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
-    if (!data_) throw std::bad_alloc();
+    size_t bytes = ((n_ + phase) * sizeof(T) + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
+    base_ = std::aligned_alloc(kBufferAlign, bytes);
+    if (!base_) throw std::bad_alloc();
+    data_ = static_cast<T*>(base_) + phase;
     std::memset(static_cast<void*>(data_), 0, n_ * sizeof(T));
     ledger_->allocate(cat_, n_ * sizeof(T));
   }
@@ -70,8 +85,9 @@ class Buffer {
   void reset() noexcept {
     if (data_) {
       ledger_->release(cat_, n_ * sizeof(T));
-      std::free(data_);
+      std::free(base_);
     }
+    base_ = nullptr;
     data_ = nullptr;
     n_ = 0;
   }
@@ -89,11 +105,13 @@ class Buffer {
   void swap(Buffer& o) {
     std::swap(ledger_, o.ledger_);
     std::swap(cat_, o.cat_);
+    std::swap(base_, o.base_);
     std::swap(data_, o.data_);
     std::swap(n_, o.n_);
   }
   MemoryLedger* ledger_ = nullptr;
   Mem cat_ = Mem::workspace;
+  void* base_ = nullptr;  // what aligned_alloc returned
   T* data_ = nullptr;
   size_t n_ = 0;
 };

@@ -3,6 +3,10 @@
 // and DIR/latest is replaced only after that rename.
 #include "io/checkpoint.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +16,7 @@
 #include <stdexcept>
 #include <system_error>
 
+#include "core/paths.h"
 #include "io/sha256.h"
 
 namespace shardlab {
@@ -31,6 +36,7 @@ bool is_plain_name(const std::string& name) {
 }
 
 bool read_whole_file(const fs::path& path, std::vector<uint8_t>& out) {
+  if (std::string why = input_file_problem(path.string()); !why.empty()) throw err(path, why);
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return false;
   std::streamoff size = in.tellg();
@@ -38,6 +44,15 @@ bool read_whole_file(const fs::path& path, std::vector<uint8_t>& out) {
   out.resize(static_cast<size_t>(size));
   in.seekg(0);
   return static_cast<bool>(in.read(reinterpret_cast<char*>(out.data()), size));
+}
+
+// The step a directory's name states: 40 for "step_000040" (or "step_000040.old"), -1 for other names.
+int64_t step_of_dir_name(const std::string& name) {
+  if (name.rfind("step_", 0) != 0) return -1;
+  const std::string digits =
+      name.substr(5, name.find('.') == std::string::npos ? std::string::npos : name.find('.') - 5);
+  if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoll(digits);
 }
 
 void write_text_atomic(const fs::path& path, const std::string& text) {
@@ -99,20 +114,50 @@ std::string save_checkpoint(const std::string& dir, int64_t step, const std::vec
     throw;
   }
 
-  // Swap into place. rename() cannot replace a non-empty directory, so an existing step moves
-  // aside first; the window in which step_NNNNNN/ is absent is two renames long.
-  if (fs::exists(final_dir)) {
+  // Into place. A new step is one rename. An existing step (a re-save) is swapped with the new one
+  // in one atomic exchange, so step_NNNNNN/ is complete at every instant; where the file system
+  // cannot exchange, the old copy moves aside to step_NNNNNN.old/ first, and a reader that finds
+  // `latest` naming a missing step falls back to that copy (load_checkpoint).
+  if (!fs::exists(final_dir)) {
+    fs::rename(tmp, final_dir, ec);
+    if (ec) throw err(final_dir, "cannot rename " + tmp.string() + " into place (" + ec.message() + ")");
+  } else if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) == 0) {
+    fs::remove_all(tmp, ec);  // now the old copy
+  } else {
     fs::remove_all(old, ec);
     fs::rename(final_dir, old, ec);
     if (ec) throw err(final_dir, "cannot move the existing step aside (" + ec.message() + ")");
+    fs::rename(tmp, final_dir, ec);
+    if (ec) throw err(final_dir, "cannot rename " + tmp.string() + " into place (" + ec.message() + ")");
+    fs::remove_all(old, ec);
   }
-  fs::rename(tmp, final_dir, ec);
-  if (ec) throw err(final_dir, "cannot rename " + tmp.string() + " into place (" + ec.message() + ")");
-  fs::remove_all(old, ec);
   fsync_directory(root.string());
 
   write_text_atomic(root / "latest", name + "\n");  // LAST: until here the previous latest stands
   return final_dir.string();
+}
+
+std::vector<int64_t> checkpoint_steps(const std::string& dir) {
+  std::vector<int64_t> steps;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return steps;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const int64_t step = step_of_dir_name(name);
+    if (step >= 0 && name == step_dir_name(step) && fs::exists(e.path() / "meta.json", ec)) steps.push_back(step);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+void prune_checkpoints(const std::string& dir, int keep) {
+  if (keep <= 0) return;
+  std::string latest;
+  std::ifstream(fs::path(dir) / "latest") >> latest;
+  const std::vector<int64_t> steps = checkpoint_steps(dir);
+  std::error_code ec;
+  for (size_t i = 0; i + keep < steps.size(); ++i)
+    if (step_dir_name(steps[i]) != latest) fs::remove_all(fs::path(dir) / step_dir_name(steps[i]), ec);
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& dir_or_step) {
@@ -132,13 +177,12 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_or_step) {
     while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
     if (!is_plain_name(name)) throw err(given / "latest", "does not name a step directory ('" + name + "')");
     step_dir = given / name;
-    if (!fs::is_directory(step_dir, ec)) {
-      std::string hint =
-          fs::exists(given / (name + ".old"), ec)
-              ? " (a save was interrupted; " + (given / (name + ".old")).string() + " holds the old copy)"
-              : "";
-      throw err(given / "latest", "names " + name + ", but " + step_dir.string() + " does not exist" + hint);
-    }
+    // A re-save of this step interrupted between its two renames (file systems without an atomic
+    // exchange) left the previous copy as NAME.old: it is complete, so it is the checkpoint.
+    if (!fs::is_directory(step_dir, ec) && fs::exists(given / (name + ".old") / "meta.json", ec))
+      step_dir = given / (name + ".old");
+    if (!fs::is_directory(step_dir, ec))
+      throw err(given / "latest", "names " + name + ", but " + step_dir.string() + " does not exist");
   } else {
     throw err(given, "no meta.json (so not a step directory) and no latest file (so not a checkpoint directory)");
   }
@@ -163,6 +207,13 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_or_step) {
     throw err(meta_path, "format_version " + m["format_version"].dump() + " is not supported (this build reads " +
                              std::to_string(kCheckpointFormatVersion) + ")");
   if (!m.contains("files") || !m["files"].is_object()) throw err(meta_path, "no 'files' object");
+  // The step is checked, not trusted: a non-negative integer, the one the directory's name states.
+  if (!m.contains("step") || !m["step"].is_number_integer() || m["step"].get<int64_t>() < 0)
+    throw err(meta_path,
+              "\"step\" must be a non-negative integer, got " + (m.contains("step") ? m["step"].dump() : "none"));
+  const int64_t step = m["step"].get<int64_t>();
+  if (const int64_t named = step_of_dir_name(step_dir.filename().string()); named >= 0 && named != step)
+    throw err(meta_path, "says step " + std::to_string(step) + " but its directory is " + step_dir.filename().string());
 
   // Every listed file: size, then checksum, then safetensors validation.
   for (auto it = m["files"].begin(); it != m["files"].end(); ++it) {
@@ -182,7 +233,11 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_or_step) {
                            " (file truncated or corrupted)");
     if (sha256_hex(bytes.data(), bytes.size()) != info["sha256"].get<std::string>())
       throw err(fpath, "checksum mismatch (file corrupted or truncated)");
-    out.files.emplace(fname, SafetensorsFile::parse(std::move(bytes), fpath.string()));
+    SafetensorsFile file = SafetensorsFile::parse(std::move(bytes), fpath.string());
+    const auto md = file.metadata();
+    if (md.count("step") && md.at("step") != std::to_string(step))
+      throw err(fpath, "is the file of step " + md.at("step") + ", but meta.json says step " + std::to_string(step));
+    out.files.emplace(fname, std::move(file));
   }
   return out;
 }

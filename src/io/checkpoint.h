@@ -6,9 +6,11 @@
 //   DIR/step_000040/model.safetensors, optimizer.safetensors, ...
 //
 // A crash at any point leaves the previous checkpoint loadable: files are written into
-// step_NNNNNN.tmp/ and renamed to step_NNNNNN/ only when complete. Leaves out: what the tensors
-// are (the trainer decides), retention of old steps, and coordination between MPI ranks (exactly
-// one process saves into a DIR at a time). See docs/checkpoint_format.md.
+// step_NNNNNN.tmp/ and renamed to step_NNNNNN/ only when complete; a re-saved step is exchanged
+// atomically. A load checks what meta.json claims (the step against the directory's name and the
+// files' own metadata, every file's size and checksum). Leaves out: what the tensors are (the trainer
+// decides) and coordination between processes (the run holds a lock on DIR: io/run_dirs.h).
+// See docs/checkpoint_format.md.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -37,6 +39,13 @@ std::string step_dir_name(int64_t step);
 // Returns the step directory path.
 std::string save_checkpoint(const std::string& dir, int64_t step, const std::vector<CheckpointFile>& files,
                             const nlohmann::json& meta);
+
+// Keeps the newest `keep` step directories of DIR (by step number) and removes the older ones; the
+// step `latest` names is always kept. keep ≤ 0 keeps everything.
+void prune_checkpoints(const std::string& dir, int keep);
+
+// Step numbers of DIR's complete step directories (step_NNNNNN/ with a meta.json), ascending.
+std::vector<int64_t> checkpoint_steps(const std::string& dir);
 
 struct LoadedCheckpoint {
   std::string path;  // the step directory

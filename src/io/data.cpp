@@ -5,11 +5,13 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "core/paths.h"
 #include "core/rng.h"
 
 namespace shardlab {
 
 TextData::TextData(const std::string& path, int seq, int vocab) : path_(path), seq_(seq) {
+  if (std::string why = input_file_problem(path); !why.empty()) throw std::runtime_error("--data: " + why);
   std::ifstream f(path, std::ios::binary);
   if (!f) throw std::runtime_error("data file '" + path + "' does not exist or cannot be read");
   bytes_.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());

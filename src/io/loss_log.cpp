@@ -7,6 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/paths.h"
+
 namespace shardlab {
 
 static const char* kHeader = "step,loss,grad_norm,lr,ms,val_loss\n";
@@ -52,6 +54,8 @@ int LossTable::column(const std::string& name) const {
 }
 
 LossTable read_loss_csv(const std::string& path) {
+  if (std::string why = input_file_problem(path); !why.empty())
+    throw std::runtime_error(why + " (is it a run directory written with --out?)");
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read '" + path + "' (is it a run directory written with --out?)");
   LossTable t;

@@ -53,7 +53,12 @@ T* DataParallel<T>::grads(int unit) {
   if (T* full = states_->backward_grads()) return full + comm_lo(unit);
   const size_t n = comm_hi(unit) - comm_lo(unit);
   const bool wire_bf16 = states_->grads().is_bf16();
-  unit_grads_.push_back(UnitGrads{unit, Buffer<T>(ledger_, wire_bf16 ? Mem::workspace : Mem::grad, n), {}, {}, false});
+  unit_grads_.push_back(
+      UnitGrads{unit,
+                Buffer<T>(ledger_, wire_bf16 ? Mem::workspace : Mem::grad, n, alignment_phase<T>(comm_lo(unit))),
+                {},
+                {},
+                false});
   return unit_grads_.back().work.data();
 }
 

@@ -31,7 +31,7 @@ typename DataParallel<T>::Gathered& DataParallel<T>::gathered(int unit) {
     shard_->wait(g.pending);
     if (g.store.is_bf16()) {  // compute in f32 from exactly the stored bf16 weights
       const size_t lo = g.store.begin(), hi = g.store.end();
-      g.compute = Buffer<T>(ledger_, Mem::workspace, hi - lo);
+      g.compute = Buffer<T>(ledger_, Mem::workspace, hi - lo, alignment_phase<T>(lo));
       g.store.load(g.compute.data(), lo, hi);
     }
     g.ready = true;

@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
     session.configData().outputFilename = log;
   }
   int failed = session.run();
+  const Catch::ConfigData& c = session.configData();
+  if (c.listTests || c.listTestNamesOnly || c.listTags || c.listReporters) return 0;  // run() counted listings
 
   // One verdict for the whole job: session.run() returns the number of failed assertions (capped at 255).
   shardlab::Communicator world = shardlab::Communicator::world(nullptr, nullptr, {});
