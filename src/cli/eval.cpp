@@ -14,11 +14,14 @@ namespace shardlab {
 int eval_command(const CommandArgs& args, const Runtime& rt) {
   std::string load, data_path = "data/corpus.txt";
   int max_windows = 0, batch = 8;
+  std::string progress_mode = "auto";
   Flags flags("shardlab eval", "Mean loss of a checkpoint's weights over the windows of a text file.");
   flags.add("--load", load, "checkpoint: a --save directory (its latest step) or one step_NNNNNN directory");
   flags.add("--data", data_path, "text file to evaluate on (bytes are tokens)");
   flags.add("--max-windows", max_windows, "evaluate the first N windows only (0: all)", 0, 100000000);
   flags.add("--batch", batch, "windows per forward pass", 1, 4096);
+  flags.choice("--progress", progress_mode, {"auto", "bar", "lines", "none"},
+               "progress display (auto: a bar on a terminal)");
   if (int rc = parse_command(flags, args, rt, "shardlab eval"); rc >= 0) return rc;
   if (load.empty()) {
     if (rt.is_root())
@@ -33,7 +36,10 @@ int eval_command(const CommandArgs& args, const Runtime& rt) {
     if (max_windows > 0) n = std::min(n, max_windows);
     using T = std::remove_const_t<std::remove_pointer_t<decltype(params)>>;
     FlatAccess<T> weights(model.layout(), params, nullptr);
-    double loss = evaluate_windows(model, weights, data, n, TextData::Part::whole);
+    const int batches = (n + batch - 1) / batch;
+    Progress progress(rt.is_root() ? progress_mode : "none", 0, batches, double(batch) * ck.model.seq, "batch");
+    double loss = evaluate_windows(model, weights, data, n, TextData::Part::whole, &progress);
+    progress.finish();
     if (rt.is_root())
       std::printf("mean loss %.6f nats/token (%.4f bits/byte) over %d windows of %d tokens of %s\n", loss,
                   loss / std::log(2.0), n, ck.model.seq, data.path().c_str());

@@ -1,10 +1,10 @@
 // `shardlab plot RUN_DIR… [--out FILE.svg] [--metric loss|grad_norm|lr]`: runs' curves in one SVG
 // picture (report/plot.h).
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 
 #include "cli/command.h"
+#include "io/files.h"
 #include "report/plot.h"
 
 namespace shardlab {
@@ -18,9 +18,10 @@ int plot_command(const CommandArgs& args, const Runtime& rt) {
   flags.choice("--metric", metric, {"loss", "grad_norm", "lr"}, "the loss.csv column to draw");
   if (int rc = parse_command(flags, args, rt, "shardlab plot"); rc >= 0) return rc;
   if (!rt.is_root()) return 0;
-  const std::string svg = plot_runs(dirs, metric);
-  std::ofstream f(out);
-  if (!(f << svg)) throw std::runtime_error("cannot write " + out);
+  std::vector<std::string> inputs;
+  for (const std::string& d : dirs) inputs.push_back(d + "/loss.csv");
+  if (std::string why = plot_output_problem(out, inputs); !why.empty()) throw std::invalid_argument(why);
+  write_text_file_atomic(out, plot_runs(dirs, metric));
   std::printf("wrote %s (%zu run%s, %s)\n", out.c_str(), dirs.size(), dirs.size() > 1 ? "s" : "", metric.c_str());
   return 0;
 }

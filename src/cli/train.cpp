@@ -1,14 +1,26 @@
-// `shardlab train`: flags (train/train_config.h), --resume resolution, validation before any rank
-// talks to another, the data file, then the training loop (train/trainer.h).
+// `shardlab train`: flags (train/train_config.h), --resume resolution, then every check that can fail
+// before the first step — configuration, the world's layout, the data file, memory, the output
+// directories — each reported once (rank 0) with exit 2 (1 for files), and only then the training loop
+// (train/trainer.h).
 #include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
+#include "comm/communicator.h"
 #include "io/data.h"
+#include "train/memory_check.h"
 #include "train/resume.h"
+#include "train/run_dirs.h"
 #include "train/trainer.h"
 
 namespace shardlab {
+
+namespace {
+int refuse(const Runtime& rt, const std::string& why, int code) {
+  if (rt.is_root()) std::fprintf(stderr, "shardlab train: error: %s\n", why.c_str());
+  return code;
+}
+}  // namespace
 
 int train_command(const CommandArgs& args, const Runtime& rt) {
   TrainConfig cfg;
@@ -18,6 +30,7 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
   if (int rc = parse_command(flags, args, rt, "shardlab train"); rc >= 0) return rc;
   std::string err;
   int64_t resume_step = 0;
+  cfg.run_id = rt.agree(rt.is_root() ? new_run_id() : "");
   if (!cfg.resume.empty()) {
     try {
       err = resolve_resume(args, cfg, resume_step);  // reads and verifies the checkpoint on every rank alike
@@ -27,10 +40,7 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
   }
   if (err.empty()) err = validate_train_config(cfg);
   if (err.empty()) err = validate_world(cfg, rt.size());
-  if (!err.empty()) {
-    if (rt.is_root()) std::fprintf(stderr, "shardlab train: error: %s\n", err.c_str());
-    return 2;
-  }
+  if (!err.empty()) return refuse(rt, err, 2);
   if (rt.is_root() && (cfg.zero > 0 || cfg.fsdp != "none") && (cfg.dp ? cfg.dp : rt.size()) == 1)
     std::fprintf(stderr, "shardlab train: warning: --zero/--fsdp with one data-parallel rank shards nothing\n");
   // Every rank reads the data; a bad file is the same error everywhere, reported once.
@@ -38,9 +48,15 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
   try {
     data = std::make_unique<TextData>(cfg.data, cfg.model.seq, cfg.model.vocab);
   } catch (const std::exception& e) {
-    if (rt.is_root()) std::fprintf(stderr, "shardlab train: error: %s\n", e.what());
-    return 1;
+    return refuse(rt, e.what(), 1);
   }
+  if (err = check_memory(cfg, rt.size(), double(data->train_bytes() + data->val_bytes())); !err.empty())
+    return refuse(rt, err, 2);
+  // Rank 0 writes every file, so it claims the directories (and holds their locks until the run ends).
+  RunDirs dirs;
+  err = rt.agree(rt.is_root() ? dirs.claim(cfg, resume_step, {cfg.data, flags.config_path()}) : "");
+  if (!err.empty()) return refuse(rt, err, 2);
+  if (flags.given("--comm-timeout")) set_comm_timeout(cfg.comm_timeout);  // else $SHARDLAB_COMM_TIMEOUT or 120 s
   return train(cfg, resume_step, *data);
 }
 

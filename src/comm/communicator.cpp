@@ -42,9 +42,19 @@ std::vector<int> checked_nodes(std::vector<int> nodes, int size) {
 Communicator::Communicator(const CommHandle& h, Axis axis, std::vector<int> node_of_member, CommLedger* ledger,
                            Trace* trace, CommImpl impl, bool owned)
     : h_(std::make_unique<CommHandle>(h)), axis_(axis), ledger_(ledger), trace_(trace), impl_(impl), owned_(owned) {
+  world_ = {0};
   if (h.comm != MPI_COMM_NULL) {
     MPI_Comm_rank(h.comm, &rank_);
     MPI_Comm_size(h.comm, &size_);
+    MPI_Group mine, world;  // member j of this communicator is world rank world_[j]
+    MPI_Comm_group(h.comm, &mine);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    std::vector<int> ids(size_);
+    std::iota(ids.begin(), ids.end(), 0);
+    world_.resize(size_);
+    MPI_Group_translate_ranks(mine, size_, ids.data(), world, world_.data());
+    MPI_Group_free(&mine);
+    MPI_Group_free(&world);
   }
   nodes_ = checked_nodes(std::move(node_of_member), size_);
 }
@@ -95,6 +105,7 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
     h_ = std::move(o.h_);
     axis_ = o.axis_;
     nodes_ = std::move(o.nodes_);
+    world_ = std::move(o.world_);
     ledger_ = o.ledger_;
     trace_ = o.trace_;
     mem_ = o.mem_;
@@ -194,7 +205,9 @@ std::unique_ptr<InFlight> Communicator::start(Coll c, void* buf, const std::vect
                           mem_};
     f = detail::make_ring_op(spec, buf, counts);
   }
-  f->what = std::string(op) + " on " + axis_name(axis_);
+  f->what =
+      std::string(op) + " on " + axis_name(axis_) + " (collective #" + std::to_string(coll_seq_) + " of its group)";
+  f->world_ranks = world_;
   f->lane = blocking ? 0 : 1;
   if (tracing) {
     f->trace = trace_;
@@ -246,14 +259,14 @@ Communicator::Pending::Pending(Pending&& o) noexcept = default;
 Communicator::Pending& Communicator::Pending::operator=(Pending&& o) noexcept {
   if (this != &o) {
     if (op_ && !op_->done())
-      detail::spin_until([&] { return op_->done(); }, [&] { return op_->waiting_for(); }, op_->what);
+      detail::spin_until([&] { return op_->done(); }, [&] { return op_->waiting_for_world(); }, op_->what);
     op_ = std::move(o.op_);
   }
   return *this;
 }
 Communicator::Pending::~Pending() {
   if (op_ && !op_->done())
-    detail::spin_until([&] { return op_->done(); }, [&] { return op_->waiting_for(); }, op_->what);
+    detail::spin_until([&] { return op_->done(); }, [&] { return op_->waiting_for_world(); }, op_->what);
 }
 bool Communicator::Pending::done() const { return !op_ || op_->done(); }
 
@@ -264,7 +277,7 @@ bool Communicator::progress(Pending& p) {
 
 void Communicator::wait(Pending& p) {
   if (p.done()) return;
-  detail::spin_until([&] { return p.done(); }, [&] { return p.op_->waiting_for(); }, p.op_->what);
+  detail::spin_until([&] { return p.done(); }, [&] { return p.op_->waiting_for_world(); }, p.op_->what);
 }
 
 #define SHARDLAB_INSTANTIATE(T)                                                                         \

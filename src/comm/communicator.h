@@ -11,8 +11,9 @@
 //
 // All members of a communicator must make the same collective calls in the same order with the same
 // counts (as in MPI). No MPI type appears here; the MPI side lives in mpi_handle.h (private to src/comm).
-// Environment: SHARDLAB_COMM_TIMEOUT (seconds a wait may take before the job is aborted, default 120,
-// 0 = never), SHARDLAB_RING_SEGMENT (bytes per ring message, default 262144, same on every rank).
+// Environment: SHARDLAB_COMM_TIMEOUT (seconds a wait may take before the watchdog ends the job, default
+// 120, 0 = never; set_comm_timeout overrides it), SHARDLAB_RING_SEGMENT (bytes per ring message, default
+// 262144, same on every rank).
 // Leaves out: topology-aware algorithms (tree/hierarchical all-reduce), GPU-style multi-channel rings,
 // thread safety (one thread per rank calls it).
 #pragma once
@@ -149,6 +150,9 @@ class Communicator {
   CommCall* record(const char* op, size_t elements, size_t elem_bytes, const char* impl);
   std::string trace_name(const char* op, size_t bytes) const;
   void check_counts(const std::vector<size_t>& counts, const char* op) const;
+  int world_of(int member) const {
+    return member >= 0 && member < static_cast<int>(world_.size()) ? world_[member] : -1;
+  }
   std::unique_ptr<detail::InFlight> start(Coll c, void* buf, const std::vector<size_t>& counts,
                                           const detail::TypeOps& t, const char* op, bool blocking);
   void p2p(const char* op, const void* sbuf, size_t sn, int dst, void* rbuf, size_t rn, int src, int tag,
@@ -166,10 +170,15 @@ class Communicator {
   CommImpl impl_ = CommImpl::ring;
   bool owned_ = false;
   int rank_ = 0, size_ = 1;
-  uint32_t coll_seq_ = 0;  // collectives started so far: the same on every member, so it names their tags
+  std::vector<int> world_;  // member → world rank (for the watchdog's messages)
+  uint32_t coll_seq_ = 0;   // collectives started so far: the same on every member, so it names their tags
 };
 
 // End every rank of the job with this exit code: MPI_Abort on the world, or exit when not under MPI.
 [[noreturn]] void abort_all(int code);
+
+// Seconds a wait may take before the watchdog ends the job naming the rank that never arrived
+// (comm/watchdog.cpp); 0 = never. Default: $SHARDLAB_COMM_TIMEOUT, else 120.
+void set_comm_timeout(double seconds);
 
 }  // namespace shardlab

@@ -7,8 +7,9 @@
 // only global state in src/comm; both are per process, like MPI's own progress engine).
 //
 // Why a watchdog: a peer that crashes takes the job down (mpirun aborts it when a rank exits without
-// MPI_Finalize), but a peer that is stuck — in an infinite loop, or in a different collective — would
-// hang everyone forever. Every wait here polls, so it can also look at the clock.
+// MPI_Finalize), but a peer that is stuck — in an infinite loop, stopped, or in a different collective —
+// would hang everyone forever. Every wait here polls, so it can also look at the clock (watchdog.cpp
+// says what happens then).
 // Leaves out: a progress thread (MPI is initialised without thread support).
 #include <sched.h>
 
@@ -32,14 +33,6 @@ std::vector<InFlight*>& in_flight() {
   return ops;
 }
 
-double timeout_s() {
-  static const double t = [] {
-    const char* e = std::getenv("SHARDLAB_COMM_TIMEOUT");
-    return e && *e ? std::atof(e) : 120.0;
-  }();
-  return t;
-}
-
 // Ranks on this machine (from the launcher's environment) versus cores. Unknown: assume oversubscribed.
 bool oversubscribed() {
   static const bool over = [] {
@@ -51,13 +44,6 @@ bool oversubscribed() {
   return over;
 }
 
-int world_rank() {
-  int init = 0, fin = 0, r = 0;
-  MPI_Initialized(&init);
-  MPI_Finalized(&fin);
-  if (init && !fin) MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
 }  // namespace
 
 InFlight::~InFlight() { engine_remove(this); }
@@ -90,7 +76,7 @@ void engine_drive() {
 void spin_until(const std::function<bool()>& done, const std::function<int()>& peer, const std::string& what) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
-  const double limit = timeout_s();
+  const double limit = comm_timeout_seconds();
   for (unsigned polls = 0;; ++polls) {
     engine_drive();
     if (done()) return;
@@ -100,20 +86,13 @@ void spin_until(const std::function<bool()>& done, const std::function<int()>& p
     if (oversubscribed() || (polls & 1023) == 1023) sched_yield();
     if ((polls & 255) == 255 && limit > 0) {
       double waited = std::chrono::duration<double>(clock::now() - start).count();
-      if (waited > limit) {
-        int m = peer();
-        std::string from = m >= 0 ? "member " + std::to_string(m) : std::string("the other members");
-        std::fprintf(stderr, "shardlab: error: rank %d waited %.0f s for %s from %s; a peer is gone or stuck\n",
-                     world_rank(), waited, what.c_str(), from.c_str());
-        std::fflush(stderr);
-        abort_all(3);
-      }
+      if (waited > limit) watchdog_fire(what, peer(), waited);
     }
   }
 }
 
 void wait_op(InFlight& op) {
-  spin_until([&] { return op.advance(); }, [&] { return op.waiting_for(); }, op.what);
+  spin_until([&] { return op.advance(); }, [&] { return op.waiting_for_world(); }, op.what);
 }
 
 void wait_requests(std::vector<MPI_Request>& reqs, const std::vector<int>& peers, const std::string& what) {

@@ -53,12 +53,17 @@ class InFlight {
   virtual bool advance() = 0;
   // The member whose message it is waiting for now (for the watchdog's message), -1 if none.
   virtual int waiting_for() const { return -1; }
+  int waiting_for_world() const {  // the same as a world rank
+    const int m = waiting_for();
+    return m >= 0 && m < static_cast<int>(world_ranks.size()) ? world_ranks[m] : -1;
+  }
   bool done() const { return done_; }
 
-  std::string what;        // "all_reduce on dp" (watchdog)
-  Trace* trace = nullptr;  // trace event at completion, if enabled
-  std::string trace_name;  // "all_reduce dp 1.2 MB"
-  int lane = 0;            // 0 blocking, 1 non-blocking
+  std::string what;              // "all_reduce on dp (collective #12 of its group)" (watchdog)
+  std::vector<int> world_ranks;  // member → world rank, of the operation's communicator
+  Trace* trace = nullptr;        // trace event at completion, if enabled
+  std::string trace_name;        // "all_reduce dp 1.2 MB"
+  int lane = 0;                  // 0 blocking, 1 non-blocking
   double t0_us = 0;
 
  protected:
@@ -73,12 +78,18 @@ void engine_remove(InFlight* op);
 void engine_drive();  // advance every registered operation once
 
 // Spins until done() is true, driving the engine and yielding the core between polls (ranks outnumber
-// cores here). After SHARDLAB_COMM_TIMEOUT seconds (default 120; 0 = never) prints
-// "shardlab: error: rank R waited N s for <what> from member M; a peer is gone or stuck" and aborts the job.
+// cores here). peer() is the world rank waited for (-1: unknown). After the comm timeout (watchdog.cpp)
+// the waiting ranks find out together which rank never arrived, one of them says so, and the job ends.
 void spin_until(const std::function<bool()>& done, const std::function<int()>& peer, const std::string& what);
 void wait_op(InFlight& op);  // spin_until(op.advance())
-// Waits for raw requests; peers[i] is the member on the other end of reqs[i].
+// Waits for raw requests; peers[i] is the world rank on the other end of reqs[i].
 void wait_requests(std::vector<MPI_Request>& reqs, const std::vector<int>& peers, const std::string& what);
+
+// The watchdog (watchdog.cpp): its own duplicate of the world, made at start-up by Runtime, so its
+// messages never meet the program's; the timeout; and what happens when a wait exceeds it.
+void watchdog_init();  // collective over the world, right after MPI_Init
+double comm_timeout_seconds();
+[[noreturn]] void watchdog_fire(const std::string& what, int waiting_for_world_rank, double waited_s);
 
 // A ring collective about to start (ring.cpp). The ring path uses MPI_Isend/Irecv/Test only.
 struct RingSpec {

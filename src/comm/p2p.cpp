@@ -80,17 +80,18 @@ void Communicator::p2p(const char* op, const void* sbuf, size_t sn, int dst, voi
   std::vector<int> peers;
   if (rbuf) {
     reqs.push_back(MPI_REQUEST_NULL);
-    peers.push_back(src);
+    peers.push_back(world_of(src));
     MPI_Irecv(rbuf, mpi_count(rn, op), t.type, src, tag, h_->comm, &reqs.back());
     detail::ledger_recv(rec, rn * t.bytes, inter_node(src));
   }
   if (sbuf) {
     reqs.push_back(MPI_REQUEST_NULL);
-    peers.push_back(dst);
+    peers.push_back(world_of(dst));
     MPI_Isend(sbuf, mpi_count(sn, op), t.type, dst, tag, h_->comm, &reqs.back());
     detail::ledger_send(rec, sn * t.bytes, inter_node(dst));
   }
-  detail::wait_requests(reqs, peers, std::string(op) + " on " + axis_name(axis_));
+  detail::wait_requests(reqs, peers,
+                        std::string(op) + " on " + axis_name(axis_) + " (tag " + std::to_string(tag) + ")");
 }
 
 template <class T>
@@ -128,19 +129,20 @@ void Communicator::bcast(void* buf, size_t n, int root, const TypeOps& t) {
   const size_t nseg = (n + seg - 1) / seg;
   char* p = static_cast<char*>(buf);
   std::vector<MPI_Request> rreq(receives ? nseg : 0, MPI_REQUEST_NULL), sreq(forwards ? nseg : 0, MPI_REQUEST_NULL);
-  const std::string what = std::string("broadcast on ") + axis_name(axis_);
+  const std::string what = std::string("broadcast on ") + axis_name(axis_) + " (collective #" +
+                           std::to_string(coll_seq_ - 1) + " of its group)";
   for (size_t k = 0; k < rreq.size(); ++k) {  // every segment's receive posted up front: MPI can land them early
     size_t len = std::min(seg, n - k * seg);
     MPI_Irecv(p + k * seg * t.bytes, static_cast<int>(len), t.type, prev, tag, h_->comm, &rreq[k]);
   }
   for (size_t k = 0; k < nseg; ++k) {
-    if (receives) wait_one(rreq[k], prev, what);
+    if (receives) wait_one(rreq[k], world_of(prev), what);
     if (forwards) {
       size_t len = std::min(seg, n - k * seg);
       MPI_Isend(p + k * seg * t.bytes, static_cast<int>(len), t.type, next, tag, h_->comm, &sreq[k]);
     }
   }
-  detail::wait_requests(sreq, std::vector<int>(sreq.size(), next), what);
+  detail::wait_requests(sreq, std::vector<int>(sreq.size(), world_of(next)), what);
   if (receives) detail::ledger_recv(rec, n * t.bytes, inter_node(prev));
   if (forwards) detail::ledger_send(rec, n * t.bytes, inter_node(next));
 }
@@ -184,7 +186,8 @@ void Communicator::alltoallv(const void* sbuf, const std::vector<size_t>& sc, vo
     return;
   }
   if (sc[rank_]) std::memcpy(r + ro[rank_] * t.bytes, s + so[rank_] * t.bytes, sc[rank_] * t.bytes);
-  const std::string what = std::string("all_to_all on ") + axis_name(axis_);
+  const std::string what = std::string("all_to_all on ") + axis_name(axis_) + " (collective #" +
+                           std::to_string(coll_seq_ - 1) + " of its group)";
   for (int k = 1; k < size_; ++k) {
     const int dst = (rank_ + k) % size_, src = (rank_ - k + size_) % size_;
     std::vector<MPI_Request> reqs(2, MPI_REQUEST_NULL);
@@ -196,7 +199,7 @@ void Communicator::alltoallv(const void* sbuf, const std::vector<size_t>& sc, vo
       MPI_Isend(s + so[dst] * t.bytes, mpi_count(sc[dst], "all_to_all"), t.type, dst, tag, h_->comm, &reqs[1]);
       detail::ledger_send(rec, sc[dst] * t.bytes, inter_node(dst));
     }
-    detail::wait_requests(reqs, {src, dst}, what);
+    detail::wait_requests(reqs, {world_of(src), world_of(dst)}, what);
   }
 }
 

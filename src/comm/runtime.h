@@ -18,6 +18,9 @@ class Runtime {
   bool mpi() const { return mpi_; }
   // End every rank of the job with this exit code (after rank 0 has printed its message).
   [[noreturn]] void abort(int code) const;
+  // Rank 0's value on every rank (collective over the world): for a decision only rank 0 can make,
+  // e.g. whether it could claim the run's output directories.
+  std::string agree(const std::string& root_value) const;
 
  private:
   bool mpi_ = false;

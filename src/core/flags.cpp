@@ -238,6 +238,10 @@ ParseResult Flags::parse(const std::vector<std::string>& args) {
 
 std::string Flags::help() const { return impl_->app.help(); }
 
+std::string Flags::config_path() const {
+  return impl_->config && impl_->config->count() > 0 ? impl_->config->as<std::string>() : "";
+}
+
 bool Flags::given(const std::string& name) const {
   for (const auto& b : impl_->bindings)
     if (b->name == name) return b->option->count() > 0;

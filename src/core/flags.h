@@ -54,6 +54,8 @@ class Flags {
 
   ParseResult parse(const std::vector<std::string>& args);
   std::string help() const;
+  // The --config file given ("" if none).
+  std::string config_path() const;
   // Was the flag on the command line or in the config file? (name with "--")
   bool given(const std::string& name) const;
 

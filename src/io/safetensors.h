@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/files.h"
+
 namespace shardlab {
 
 // One tensor to write. `data` must stay valid for the duration of write_safetensors; `nbytes`
@@ -36,15 +38,6 @@ size_t dtype_size(const std::string& dtype);
 // Throws on invalid entries (bad dtype, nbytes != shape * dtype size, duplicate or empty names).
 void write_safetensors(const std::string& path, const std::vector<TensorEntry>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
-
-// Durable whole-file replace used by write_safetensors and by checkpoint.cpp (meta.json, latest):
-// writes the pieces to PATH.tmp, fsyncs, renames over PATH, fsyncs the directory.
-struct ByteSpan {
-  const void* data;
-  size_t n;
-};
-void write_file_atomic(const std::string& path, const std::vector<ByteSpan>& pieces);
-void fsync_directory(const std::string& dir);  // best effort: makes a rename in DIR durable
 
 // A whole safetensors file in memory, validated when opened: header length in range, header is a
 // JSON object, every tensor has a known dtype, a non-negative shape whose size matches its byte

@@ -2,6 +2,7 @@
 #include "io/train_checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -19,6 +20,31 @@ std::string store_dtype(const FlatStore<T>& s) {
 
 std::string tensor_name(const std::string& kind, const std::string& name) {
   return kind == "model" ? name : kind + "." + name;
+}
+
+// The first element of a tensor's bytes that is NaN or ±Inf, or -1: a checkpoint never holds them.
+long first_non_finite(const std::string& dtype, const unsigned char* data, size_t bytes) {
+  if (dtype == "BF16") {
+    const size_t n = bytes / 2;
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, data + 2 * i, 2);
+      if ((h & 0x7f80u) == 0x7f80u) return static_cast<long>(i);  // exponent all ones
+    }
+  } else if (dtype == "F32") {
+    for (size_t i = 0; i < bytes / 4; ++i) {
+      float f;
+      std::memcpy(&f, data + 4 * i, 4);
+      if (!std::isfinite(f)) return static_cast<long>(i);
+    }
+  } else {
+    for (size_t i = 0; i < bytes / 8; ++i) {
+      double d;
+      std::memcpy(&d, data + 8 * i, 8);
+      if (!std::isfinite(d)) return static_cast<long>(i);
+    }
+  }
+  return -1;
 }
 
 }  // namespace
@@ -46,6 +72,7 @@ std::string save_train_checkpoint(const std::string& dir, int64_t step, const Tr
   nlohmann::json meta;
   meta["config"] = cfg.to_json();
   meta["params"] = layout.total();
+  meta["run_id"] = cfg.run_id;
   meta["data_position"] = {{"step", step}, {"sampler", "rng(seed, \"data\", step)"}};
   meta["rng"] = {{"seed", cfg.seed}, {"kind", "counter-based; a pure function of (seed, what, index)"}};
   std::vector<CheckpointFile> files{model};
@@ -79,6 +106,9 @@ int64_t load_train_checkpoint(const std::string& dir_or_step, const ParamLayout&
         throw std::runtime_error("checkpoint " + ck.path + ": tensor " + name + " has another shape than this model's");
       tensor.resize(t.numel * eb);
       f.copy_to(name, dt, tensor.data(), tensor.size());
+      if (const long bad = first_non_finite(dt, tensor.data(), tensor.size()); bad >= 0)
+        throw std::runtime_error("checkpoint " + ck.path + ": tensor " + name + " holds NaN or Inf (element " +
+                                 std::to_string(bad) + "); a checkpoint of a diverged run cannot be used");
       std::memcpy(store->raw(lo), tensor.data() + (lo - t.offset) * eb, (hi - lo) * eb);
     }
   }

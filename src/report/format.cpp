@@ -78,9 +78,9 @@ void Table::print(std::ostream& out) const {
 }
 
 std::string format_bytes(double b) {
-  const char* unit[] = {"B", "kB", "MB", "GB", "TB"};
+  const char* unit[] = {"B", "kB", "MB", "GB", "TB", "PB", "EB"};
   int u = 0;
-  while (std::fabs(b) >= 1000 && u < 4) {
+  while (std::fabs(b) >= 1000 && u < 6) {
     b /= 1000;
     ++u;
   }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
@@ -39,6 +41,23 @@ std::string escape(const std::string& s) {
 
 }  // namespace
 
+std::string plot_output_problem(const std::string& path, const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const std::string& in : inputs)
+    if (fs::exists(in, ec) && fs::exists(path, ec) && fs::equivalent(in, path, ec))
+      return "'" + path + "' is one of the inputs; give another --out";
+  if (!fs::exists(path, ec)) return "";
+  if (!fs::is_regular_file(path, ec)) return "'" + path + "' exists and is not a regular file; give another --out";
+  std::ifstream f(path);
+  std::string head(512, '\0');
+  f.read(head.data(), head.size());
+  head.resize(static_cast<size_t>(f.gcount()));
+  if (head.find(kPlotMark) == std::string::npos)
+    return "'" + path + "' exists and was not drawn by shardlab; it is never replaced: give another --out";
+  return "";
+}
+
 std::string svg_line_plot(const std::vector<Series>& series, const std::string& title, const std::string& xlabel,
                           const std::string& ylabel) {
   const double W = 760, H = 440, L = 70, R = 20, T = 40, B = 55;  // canvas and margins
@@ -64,7 +83,8 @@ std::string svg_line_plot(const std::vector<Series>& series, const std::string& 
   auto py = [&](double y) { return H - B - (y - y0) / (y1 - y0) * (H - T - B); };
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
-    << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+    << kPlotMark << "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << "<text x=\"" << W / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">" << escape(title) << "</text>\n";
   for (double t : ticks(y0, y1, 6))
     o << "<line x1=\"" << L << "\" x2=\"" << W - R << "\" y1=\"" << py(t) << "\" y2=\"" << py(t)

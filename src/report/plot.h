@@ -14,6 +14,12 @@ struct Series {
   int color = 0;  // index into the palette
 };
 
+// Every picture shardlab draws carries this mark, so a later drawing knows it may replace the file.
+constexpr const char* kPlotMark = "<!-- drawn by shardlab -->";
+// "" when `path` may receive a drawing: it does not exist, or it is a drawing shardlab made (the mark in
+// its first lines) and not one of `inputs`; else why not.
+std::string plot_output_problem(const std::string& path, const std::vector<std::string>& inputs);
+
 std::string svg_line_plot(const std::vector<Series>& series, const std::string& title, const std::string& xlabel,
                           const std::string& ylabel);
 // The loss curves of runs (their loss.csv) as an SVG document.

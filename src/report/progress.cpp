@@ -13,8 +13,12 @@
 
 namespace shardlab {
 
-Progress::Progress(const std::string& mode, int first, int total, double tokens_per_step)
-    : first_(first), total_(total), tokens_per_step_(tokens_per_step), start_(std::chrono::steady_clock::now()) {
+Progress::Progress(const std::string& mode, int first, int total, double tokens_per_step, const std::string& unit)
+    : first_(first),
+      total_(total),
+      tokens_per_step_(tokens_per_step),
+      unit_(unit),
+      start_(std::chrono::steady_clock::now()) {
   // Under mpirun a rank's stdout is a pseudo-terminal even when mpirun's own output goes to a file;
   // scripts/mpirun.sh says which (SHARDLAB_STDOUT_TTY=0: not a terminal, plain lines).
   const char* tty = std::getenv("SHARDLAB_STDOUT_TTY");
@@ -45,12 +49,12 @@ void Progress::step(int step, double loss, std::optional<double> val_loss) {
     int filled = static_cast<int>(width * double(step) / total_);
     std::string bar(filled, '#');
     bar += std::string(width - filled, '.');
-    std::printf("\r[%s] step %d/%d  loss %.4f%s  %.0f tok/s  ETA %s  ", bar.c_str(), step, total_, loss, val,
-                tokens_per_second(), format_duration(eta).c_str());
+    std::printf("\r[%s] %s %d/%d  loss %.4f%s  %.0f tok/s  ETA %s  ", bar.c_str(), unit_.c_str(), step, total_, loss,
+                val, tokens_per_second(), format_duration(eta).c_str());
     std::fflush(stdout);
   } else if (step == first_ + 1 || step % every_ == 0 || step == total_ || val_loss) {
-    std::printf("step %5d/%d  loss %.4f%s  %.0f tok/s  ETA %s\n", step, total_, loss, val, tokens_per_second(),
-                format_duration(eta).c_str());
+    std::printf("%s %5d/%d  loss %.4f%s  %.0f tok/s  ETA %s\n", unit_.c_str(), step, total_, loss, val,
+                tokens_per_second(), format_duration(eta).c_str());
     std::fflush(stdout);
   }
 }

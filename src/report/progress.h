@@ -10,7 +10,8 @@ namespace shardlab {
 class Progress {
  public:
   // mode: auto | bar | lines | none. total: last step; first: the step training starts after.
-  Progress(const std::string& mode, int first, int total, double tokens_per_step);
+  // unit names what is counted ("step"; "batch" for an evaluation).
+  Progress(const std::string& mode, int first, int total, double tokens_per_step, const std::string& unit = "step");
   void step(int step, double loss, std::optional<double> val_loss);
   void finish();  // ends the bar line
   double tokens_per_second() const;
@@ -21,6 +22,7 @@ class Progress {
   int first_, total_, every_;
   double tokens_per_step_;
   int last_step_ = 0;
+  std::string unit_;
   std::optional<double> last_val_;
   std::chrono::steady_clock::time_point start_;
 };

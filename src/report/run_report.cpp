@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "io/files.h"
 #include "report/format.h"
 
 namespace shardlab {
@@ -61,12 +62,12 @@ void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t p
                  {"comm", cfg.comm}};
   j["ranks"] = nlohmann::json::array();
   for (const std::string& s : all) j["ranks"].push_back(nlohmann::json::parse(s));
-  std::ofstream(path) << j.dump(1) << "\n";
+  write_text_file_atomic(path, j.dump(1) + "\n");
 }
 
 void write_trace_file(const std::string& path, const Trace& trace, Communicator& world) {
   std::vector<std::string> all = gather_strings(trace.to_json_events(world.rank()), world);
-  if (world.rank() == 0) std::ofstream(path) << trace_document(all) << "\n";
+  if (world.rank() == 0) write_text_file_atomic(path, trace_document(all) + "\n");
 }
 
 void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layout, const MemoryLedger& memory,

@@ -8,7 +8,7 @@ namespace shardlab {
 
 template <class T>
 double evaluate_windows(GPT<T>& model, UnitAccess<T>& weights, const TextData& data, int max_windows,
-                        TextData::Part part) {
+                        TextData::Part part, Progress* progress) {
   int n = data.windows(part);
   if (max_windows > 0) n = std::min(n, max_windows);
   const int B = model.micro_batch(), Tn = static_cast<int>(data.seq());
@@ -18,11 +18,14 @@ double evaluate_windows(GPT<T>& model, UnitAccess<T>& weights, const TextData& d
     int count = std::min(B, n - w);
     data.window_batch(part, w, count, in.data(), tg.data());
     sum += model.forward(weights, in.data(), tg.data(), false, {}, count);
+    if (progress) progress->step(w / B + 1, sum / (double(w + count) * Tn), {});
   }
   return sum / (double(n) * Tn);
 }
 
-template double evaluate_windows<float>(GPT<float>&, UnitAccess<float>&, const TextData&, int, TextData::Part);
-template double evaluate_windows<double>(GPT<double>&, UnitAccess<double>&, const TextData&, int, TextData::Part);
+template double evaluate_windows<float>(GPT<float>&, UnitAccess<float>&, const TextData&, int, TextData::Part,
+                                        Progress*);
+template double evaluate_windows<double>(GPT<double>&, UnitAccess<double>&, const TextData&, int, TextData::Part,
+                                         Progress*);
 
 }  // namespace shardlab

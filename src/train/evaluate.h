@@ -3,13 +3,15 @@
 #pragma once
 #include "io/data.h"
 #include "model/gpt.h"
+#include "report/progress.h"
 
 namespace shardlab {
 
 // Mean per-token loss over the first min(max_windows, available) windows of `part`; max_windows ≤ 0 = all.
-// Every rank of a layout runs the same windows (so sharded weights are gathered in step).
+// Every rank of a layout runs the same windows (so sharded weights are gathered in step). With a
+// progress display (`shardlab eval` of a large file), each batch of windows reports its running mean.
 template <class T>
 double evaluate_windows(GPT<T>& model, UnitAccess<T>& weights, const TextData& data, int max_windows,
-                        TextData::Part part = TextData::Part::validation);
+                        TextData::Part part = TextData::Part::validation, Progress* progress = nullptr);
 
 }  // namespace shardlab

@@ -1,9 +1,8 @@
 // Resolving --resume (see resume.h).
 #include "train/resume.h"
 
-#include <filesystem>
-
 #include "io/train_checkpoint.h"
+#include "train/run_dirs.h"
 
 namespace shardlab {
 
@@ -15,6 +14,14 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
   merged.zero = fresh.zero;
   merged.fsdp = fresh.fsdp;
   merged.ranks_per_node = fresh.ranks_per_node;
+  // A run writes only where its own command line says: nothing of the outputs carries over.
+  merged.out = fresh.out;
+  merged.save = fresh.save;
+  merged.save_every = fresh.save_every;
+  merged.keep_last = fresh.keep_last;
+  merged.overwrite = fresh.overwrite;
+  merged.trace = fresh.trace;
+  merged.force_memory = fresh.force_memory;
   std::string err = parse_train_args(args, merged);
   if (!err.empty()) return err;
   auto same = [&](bool eq, const char* flag) {
@@ -36,12 +43,8 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
   if (merged.steps <= resume_step)
     return "--steps " + std::to_string(merged.steps) + " is not beyond the checkpoint's step " +
            std::to_string(resume_step) + " (--steps counts the total)";
-  // Keep saving next to the checkpoint resumed from (DIR, or the parent of a step directory),
-  // wherever it was first written, unless --save is given now.
-  std::filesystem::path root(cfg.resume);
-  if (std::filesystem::exists(root / "meta.json")) root = root.parent_path();
   merged.resume = cfg.resume;
-  merged.save = cfg.save.empty() ? root.string() : cfg.save;
+  merged.run_id = checkpoint_run_id(cfg.resume);  // the run continues (its own directories are its to continue)
   cfg = merged;
   return "";
 }

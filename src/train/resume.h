@@ -1,7 +1,8 @@
 // Resolving --resume: the run continues from the configuration its checkpoint saved, with the flags
 // given now on top of it — except the ones that define the model states (shape, precision, optimizer),
 // which must match what was saved. The layout (dp, ZeRO/FSDP, nodes) is the new run's to choose:
-// checkpoints hold whole tensors.
+// checkpoints hold whole tensors. Where it writes (--out, --save, …) is only what its own command line
+// says. The run keeps its identity (run id), so it may continue into directories of its own.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -3,10 +3,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 
 #include "io/checkpoint.h"
+#include "io/files.h"
 #include "report/plot.h"
 
 namespace shardlab {
@@ -26,10 +26,16 @@ void RunOutputs::begin(const std::string& header) {
   if (!root_) return;
   std::printf("%s\n", header.c_str());
   if (cfg_.out.empty()) return;
-  std::filesystem::create_directories(cfg_.out);
-  std::ofstream(cfg_.out + "/config.json") << cfg_.to_json().dump(2) << "\n";
-  std::ofstream(cfg_.out + "/config.toml") << cfg_.to_toml();
-  log_ = std::make_unique<LossLog>(cfg_.out + "/loss.csv", cfg_.dtype == "f64", static_cast<int>(resume_step_));
+  // The directory was claimed (train/run_dirs.h): its loss.csv continues only if it is this run's own.
+  std::ifstream previous(cfg_.out + "/config.json");
+  const nlohmann::json before = previous ? nlohmann::json::parse(previous, nullptr, false) : nlohmann::json();
+  const bool own = before.is_object() && before.value("run_id", "") == cfg_.run_id;
+  nlohmann::json config = cfg_.to_json();
+  config["run_id"] = cfg_.run_id;
+  write_text_file_atomic(cfg_.out + "/config.json", config.dump(2) + "\n");
+  write_text_file_atomic(cfg_.out + "/config.toml", cfg_.to_toml());
+  log_ =
+      std::make_unique<LossLog>(cfg_.out + "/loss.csv", cfg_.dtype == "f64", own ? static_cast<int>(resume_step_) : 0);
 }
 
 void RunOutputs::step_done(const StepStats& s) {
@@ -40,6 +46,7 @@ void RunOutputs::step_done(const StepStats& s) {
   const bool due = (cfg_.save_every > 0 && s.step % cfg_.save_every == 0) || s.step == cfg_.steps;
   if (cfg_.save.empty() || !due) return;
   save_(s.step);
+  if (root_) prune_checkpoints(cfg_.save, cfg_.keep_last);
   if (root_ && cfg_.progress != "none" && cfg_.save_every > 0 && s.step != cfg_.steps) {
     progress_.finish();
     std::printf("saved %s/%s\n", cfg_.save.c_str(), step_dir_name(s.step).c_str());
@@ -51,7 +58,7 @@ void RunOutputs::abandon() { progress_.finish(); }
 void RunOutputs::finish(const RunLayout& layout, size_t params) {
   progress_.finish();
   if (!cfg_.out.empty()) {
-    if (root_) std::ofstream(cfg_.out + "/loss.svg") << plot_runs({cfg_.out}, "loss");
+    if (root_) write_text_file_atomic(cfg_.out + "/loss.svg", plot_runs({cfg_.out}, "loss"));
     write_ledger_file(cfg_.out + "/ledger.json", cfg_, params, layout, ledgers_.memory, ledgers_.comm,
                       ledgers_.comm_eval, ledgers_.comm_checkpoint, world_);
     if (ledgers_.trace.enabled()) write_trace_file(cfg_.out + "/trace.json", ledgers_.trace, world_);

@@ -45,6 +45,9 @@ void add_train_flags(Flags& f, TrainConfig& c) {
   f.choice("--prefetch", c.prefetch, {"on", "off"}, "ZeRO-3 gathers the next unit while this one computes");
   f.choice("--comm", c.comm, {"ring", "mpi"}, "hand-written rings or MPI's built-in collectives");
   f.add("--ranks-per-node", c.ranks_per_node, "simulate nodes of K consecutive ranks (0: real nodes)");
+  f.add("--comm-timeout", c.comm_timeout,
+        "seconds a rank waits for a peer before the job ends naming the rank that never arrived (0: never; "
+        "default: $SHARDLAB_COMM_TIMEOUT, else 120)");
   f.group("Run");
   f.add("--seed", c.seed, "random seed: weights, batches and dropout");
   f.add("--steps", c.steps, "total optimizer steps");
@@ -52,11 +55,15 @@ void add_train_flags(Flags& f, TrainConfig& c) {
   f.add("--eval-every", c.eval_every, "validation loss every N steps (0: only at the end)");
   f.add("--eval-windows", c.eval_windows, "validation windows per evaluation");
   f.choice("--progress", c.progress, {"auto", "bar", "lines", "none"}, "progress display (auto: a bar on a terminal)");
+  f.flag("--force-memory", c.force_memory, "start even when the memory estimate exceeds what the machine has");
   f.group("Outputs");
   f.add("--out", c.out, "write loss.csv, loss.svg, ledger.json and the config into DIR", "DIR");
   f.add("--save", c.save, "write checkpoints into DIR", "DIR");
   f.add("--save-every", c.save_every, "checkpoint every N steps (0: at the end only)");
   f.add("--resume", c.resume, "continue from a checkpoint (DIR/latest or a step directory)", "DIR");
+  f.add("--keep-last", c.keep_last, "keep only the newest K checkpoints in --save (0: keep all)");
+  f.flag("--overwrite", c.overwrite,
+         "replace the files of another run in --out and --save (never files shardlab did not write)");
   f.choice("--trace", c.trace, {"on", "off"}, "write DIR/trace.json, a per-rank timeline (needs --out)");
   f.config_file("--config", "read flags from a TOML file (a run's DIR/config.toml); flags given here override it");
 }
@@ -77,8 +84,9 @@ std::string validate_train_config(const TrainConfig& c) {
            std::to_string(c.micro_batch);
   if (c.steps <= 0) return "--steps must be positive";
   if (!(c.lr > 0)) return "--lr must be positive";
-  if (c.warmup < 0 || c.eval_every < 0 || c.eval_windows < 0 || c.save_every < 0)
-    return "--warmup, --eval-every, --eval-windows and --save-every must not be negative";
+  if (c.warmup < 0 || c.eval_every < 0 || c.eval_windows < 0 || c.save_every < 0 || c.keep_last < 0)
+    return "--warmup, --eval-every, --eval-windows, --save-every and --keep-last must not be negative";
+  if (c.comm_timeout < 0) return "--comm-timeout must not be negative (0 waits forever)";
   if (c.clip < 0 || c.weight_decay < 0 || c.eps <= 0) return "--clip and --weight-decay must be ≥ 0 and --eps > 0";
   if (c.beta1 < 0 || c.beta1 >= 1 || c.beta2 < 0 || c.beta2 >= 1) return "--beta1 and --beta2 must be in [0, 1)";
   if (c.momentum < 0 || c.momentum >= 1) return "--momentum must be in [0, 1)";
@@ -135,7 +143,7 @@ std::string TrainConfig::to_toml() const {
   add_train_flags(f, copy);
   return "# The resolved configuration of a shardlab train run. `shardlab train --config FILE --out NEW_DIR` runs\n"
          "# it again (flags on the command line override the file); where it wrote is shown, not read back.\n" +
-         f.to_toml({"--out", "--save"});
+         f.to_toml({"--out", "--save", "--overwrite"});
 }
 
 TrainConfig TrainConfig::from_json(const nlohmann::json& j) {

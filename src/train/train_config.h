@@ -57,6 +57,12 @@ struct TrainConfig {
   std::string comm = "ring";    // ring (hand-written) | mpi (MPI's built-ins)
   int ranks_per_node = 0;       // simulate nodes of K ranks; 0 = real shared-memory nodes
   std::string trace = "off";    // on | off: write DIR/trace.json (needs --out)
+  bool overwrite = false;       // replace another run's files in --out / --save
+  int keep_last = 0;            // keep the newest K checkpoints; 0 = all
+  bool force_memory = false;    // start even if the estimate exceeds the machine's memory
+  double comm_timeout = 120;    // seconds a rank waits for a peer before the job ends naming it; 0 = never
+  // Not a flag: the run's identity (train/run_dirs.h), new for a fresh run, kept by a resume.
+  std::string run_id;
 
   int accumulation_steps() const { return global_batch / micro_batch; }
   nlohmann::json to_json() const;

@@ -13,6 +13,7 @@
 #include "optim/lr_schedule.h"
 #include "parallel/data_parallel.h"
 #include "train/evaluate.h"
+#include "train/memory_check.h"
 #include "train/run_outputs.h"
 
 namespace shardlab {
@@ -35,7 +36,7 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
       dp > 1 ? (std::string(strategy_name(strategy)) + " over " + std::to_string(dp) + " data-parallel ranks").c_str()
              : "one process",
       accum, accum > 1 ? "es" : "", cfg.micro_batch);
-  return h + line;
+  return h + line + "\nmemory: " + memory_need_text(cfg, grid.world_size()) + ", estimated";
 }
 
 template <class T>

@@ -207,7 +207,7 @@ mkdir -p "$CK/step_000016.tmp" "$CK/step_000014.tmp"
 head -c 1000 /dev/urandom >"$CK/step_000016.tmp/model.safetensors"
 echo garbage >"$CK/step_000014.tmp/garbage.bin"
 printf 'garbage\0\377 not a step\n' >"$CK/latest.tmp"
-if "$S" train --resume "$CK" --steps 14 --out "$tmp/C" --progress none >"$tmp/logC" 2>&1 &&
+if "$S" train --resume "$CK" --steps 14 --save "$CK" --out "$tmp/C" --progress none >"$tmp/logC" 2>&1 &&
    [ "$(cat "$CK/latest")" = step_000014 ] && [ ! -e "$CK/step_000014/garbage.bin" ] &&
    [ "$(tail -n +2 "$tmp/C/loss.csv" | cut -d, -f1 | tr '\n' ' ')" = "13 14 " ]; then
   ok "(c) stale step_000016.tmp/, step_000014.tmp/ and latest.tmp don't prevent --resume ckA --steps 14"
@@ -225,7 +225,7 @@ fi
 orig=$tmp/sgd/ckB
 cp -r "$orig" "$tmp/ck_copy"
 before=$(cd "$orig" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
-if "$S" train --resume "$tmp/ck_copy" --steps 14 --out "$tmp/G" --progress none >"$tmp/logG" 2>&1 &&
+if "$S" train --resume "$tmp/ck_copy" --steps 14 --save "$tmp/ck_copy" --out "$tmp/G" --progress none >"$tmp/logG" 2>&1 &&
    [ "$(cat "$tmp/ck_copy/latest")" = step_000014 ] &&
    [ "$before" = "$(cd "$orig" && find . -type f -print0 | sort -z | xargs -0 sha256sum)" ]; then
   ok "(g) --resume of a copied checkpoint directory saves into the copy and leaves the original alone"

@@ -75,12 +75,12 @@ bad_config "with an unknown key" "bogus" "$tmp/unknown.toml"
 bad_config "with a non-integer --layers" "layers" "$tmp/nonint.toml"
 bad_config "with lr = nan" "lr.*finite" "$tmp/nan.toml"
 bad_config "of a missing file" "does not exist" "$tmp/nope.toml"
-bad_config "of a directory" "not a regular file" "$tmp"
+bad_config "of a directory" "is a directory" "$tmp"
 bad_config "of /dev/zero" "not a regular file" /dev/zero
 
 # ---------------------------------------------------------------- compare a resumed run
 "$S" train "${M[@]}" --steps 6 --save "$tmp/ck" --save-every 3 --out "$tmp/full" >"$tmp/full.log" 2>&1
-"$S" train --resume "$tmp/ck/step_000003" --steps 6 --progress none --save "$tmp/ck2" --out "$tmp/resumed" >"$tmp/res.log" 2>&1
+"$S" train --resume "$tmp/ck/step_000003" --steps 6 --progress none --out "$tmp/resumed" >"$tmp/res.log" 2>&1
 "$S" compare "$tmp/full" "$tmp/resumed" --rtol 0 >"$tmp/cmp" 2>&1
 rc=$?
 if [ $rc = 0 ] && grep -q "comparing the 3 steps both runs logged (4..6)" "$tmp/cmp" && grep -q "bit-identical" "$tmp/cmp"; then

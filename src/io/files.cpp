@@ -1,0 +1,91 @@
+// Durable writes and directory locks (see files.h).
+#include "io/files.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+namespace shardlab {
+
+namespace {
+std::string sys_error() { return std::strerror(errno); }
+}  // namespace
+
+void fsync_directory(const std::string& dir) {
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // best effort: some filesystems do not allow opening directories
+  ::fsync(fd);
+  ::close(fd);
+}
+
+void write_file_atomic(const std::string& path, const std::vector<ByteSpan>& pieces) {
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create " + tmp + ": " + sys_error());
+  auto fail = [&](const std::string& what) {
+    std::string msg = what + " " + tmp + ": " + sys_error();
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return std::runtime_error(msg);
+  };
+  for (const ByteSpan& piece : pieces) {
+    const char* p = static_cast<const char*>(piece.data);
+    size_t left = piece.n;
+    while (left > 0) {
+      ssize_t w = ::write(fd, p, std::min(left, size_t(1) << 30));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) throw fail("cannot write");  // e.g. disk full
+      p += w;
+      left -= static_cast<size_t>(w);
+    }
+  }
+  if (::fsync(fd) != 0) throw fail("cannot fsync");
+  if (::close(fd) != 0) {
+    std::string msg = "cannot close " + tmp + ": " + sys_error();
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(msg);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string msg = "cannot rename " + tmp + " to " + path + ": " + sys_error();
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(msg);
+  }
+  size_t slash = path.find_last_of('/');
+  fsync_directory(slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash)));
+}
+
+void write_text_file_atomic(const std::string& path, const std::string& text) {
+  write_file_atomic(path, {{text.data(), text.size()}});
+}
+
+std::string DirectoryLock::acquire(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) return "cannot create directory '" + dir + "' (" + ec.message() + ")";
+  const std::string path = dir + "/" + kFileName;
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return "cannot write into '" + dir + "' (" + sys_error() + ")";
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const bool busy = errno == EWOULDBLOCK;
+    const std::string why = sys_error();
+    ::close(fd);
+    return busy ? "another shardlab run is writing into '" + dir + "' right now (it holds " + path +
+                      "); wait for it to finish, or choose another directory"
+                : "cannot lock '" + path + "' (" + why + ")";
+  }
+  fd_ = fd;
+  return "";
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing drops the lock
+}
+
+}  // namespace shardlab

@@ -1,0 +1,39 @@
+// Writing files so that nothing is ever half-written or written twice at once: the durable whole-file
+// replace (write PATH.tmp, fsync, rename over PATH, fsync the directory) every output goes through,
+// and a directory lock (flock on DIR/shardlab.lock) that one run holds for as long as it writes there.
+// Leaves out: locks across machines that do not share a kernel's flock (NFS before v4).
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+struct ByteSpan {
+  const void* data;
+  size_t n;
+};
+// Throws std::runtime_error naming the path on any failure (PATH is then untouched).
+void write_file_atomic(const std::string& path, const std::vector<ByteSpan>& pieces);
+void write_text_file_atomic(const std::string& path, const std::string& text);
+void fsync_directory(const std::string& dir);  // best effort: makes a rename in DIR durable
+
+// Holds an exclusive lock on DIR (created if missing) until destroyed or the process ends (the kernel
+// drops it then, so a killed run never leaves a stale lock).
+class DirectoryLock {
+ public:
+  static constexpr const char* kFileName = "shardlab.lock";
+  DirectoryLock() = default;
+  // "" when locked; otherwise why not (another process holds it, or DIR cannot be created or written).
+  std::string acquire(const std::string& dir);
+  ~DirectoryLock();
+  DirectoryLock(DirectoryLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  DirectoryLock& operator=(DirectoryLock&&) = delete;
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace shardlab

@@ -1,0 +1,77 @@
+// The memory check before a run allocates anything (see memory_check.h).
+#include "train/memory_check.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "parallel/strategy.h"
+#include "report/format.h"
+
+namespace shardlab {
+
+namespace {
+// Ranks of this job on this machine (the launcher's count), 1 without one.
+int local_ranks(int world) {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* e = std::getenv(var)) return std::max(1, std::atoi(e));
+  return world;
+}
+}  // namespace
+
+plan::MemoryNeed memory_need(const TrainConfig& cfg, int world) {
+  plan::RunShape run;
+  run.gpt = {uint64_t(cfg.model.vocab), uint64_t(cfg.model.seq), uint64_t(cfg.model.hidden),
+             uint64_t(cfg.model.layers)};
+  run.heads = cfg.model.heads;
+  run.micro_batch = cfg.micro_batch;
+  plan::parse_optimizer(cfg.optimizer, &run.recipe.optimizer);
+  plan::parse_mixed(cfg.mixed, &run.recipe.mixed);
+  plan::parse_dtype(cfg.dtype, &run.recipe.dtype);
+  plan::parse_grad_accum(cfg.grad_accum_dtype, &run.recipe.grad_accum);
+  plan::parse_master(cfg.master, &run.recipe.master);
+  run.recipe.momentum = cfg.momentum;
+  run.layout.strategy = strategy_of(cfg.zero, cfg.fsdp);
+  run.layout.dp = cfg.dp ? cfg.dp : world;
+  run.layout.ranks_per_node = cfg.ranks_per_node;
+  return plan::rank_memory_need(run);
+}
+
+double available_memory_bytes() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  std::string unit;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+
+std::string memory_need_text(const TrainConfig& cfg, int world) {
+  const plan::MemoryNeed m = memory_need(cfg, world);
+  return "~" + format_bytes(double(m.total())) + " per rank (model states " + format_bytes(double(m.model_states)) +
+         ", activations " + format_bytes(double(m.activations)) + ", workspace " + format_bytes(double(m.workspace)) +
+         ")";
+}
+
+std::string check_memory(const TrainConfig& cfg, int world, double data_bytes) {
+  const double available = available_memory_bytes();
+  if (cfg.force_memory || available <= 0) return "";
+  const plan::MemoryNeed m = memory_need(cfg, world);
+  const int here = local_ranks(world);
+  const double per_rank = double(m.total()) + data_bytes, all = per_rank * here;
+  if (all <= available) return "";
+  std::ostringstream o;
+  o << "this run needs " << format_bytes(per_rank) << " per rank (model states " << format_bytes(double(m.model_states))
+    << ", activations " << format_bytes(double(m.activations)) << ", workspace " << format_bytes(double(m.workspace))
+    << ")";
+  if (here > 1) o << " × " << here << " ranks on this machine = " << format_bytes(all);
+  o << ", but " << format_bytes(available) << " is available; "
+    << (m.activations >= m.model_states
+            ? "lower --micro-batch or --seq"
+            : "lower --hidden or --layers, or shard the model states (--zero 3 over more ranks)")
+    << ", or give --force-memory to start anyway";
+  return o.str();
+}
+
+}  // namespace shardlab
