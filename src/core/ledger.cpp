@@ -1,6 +1,7 @@
 // Memory ledger bookkeeping (see ledger.h).
 #include "core/ledger.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace shardlab {
@@ -20,7 +21,16 @@ const char* mem_name(Mem c) {
   }
 }
 
-void MemoryLedger::allocate(Mem c, size_t bytes) {
+void MemoryLedger::allocate(Mem c, size_t bytes, const char* item) {
+  if (item) {
+    LedgerItem& it = items_[item];
+    it.current += bytes;
+    if (it.current > it.peak) it.peak = it.current;
+    if (it.allocations && bytes != it.last_bytes) it.uniform = false;
+    ++it.allocations;
+    it.bytes_allocated += bytes;
+    it.last_bytes = bytes;
+  }
   int i = idx(c);
   current_[i] += bytes;
   if (current_[i] > peak_[i]) peak_[i] = current_[i];
@@ -28,7 +38,11 @@ void MemoryLedger::allocate(Mem c, size_t bytes) {
   if (total_current_ > total_peak_) total_peak_ = total_current_;
 }
 
-void MemoryLedger::release(Mem c, size_t bytes) noexcept {
+void MemoryLedger::release(Mem c, size_t bytes, const char* item) noexcept {
+  if (item) {
+    auto it = items_.find(item);
+    if (it != items_.end()) it->second.current -= std::min(bytes, it->second.current);
+  }
   int i = idx(c);
   if (bytes > current_[i]) {
     ++mismatched_;
@@ -46,6 +60,7 @@ size_t MemoryLedger::model_state_bytes() const {
 void MemoryLedger::reset_peaks() {
   peak_ = current_;
   total_peak_ = total_current_;
+  for (auto& [name, it] : items_) it.peak = it.current;
 }
 
 nlohmann::json MemoryLedger::to_json() const {
@@ -54,6 +69,17 @@ nlohmann::json MemoryLedger::to_json() const {
     j[mem_name(static_cast<Mem>(i))] = {{"current", current_[i]}, {"peak", peak_[i]}};
   j["total"] = {{"current", total_current_}, {"peak", total_peak_}};
   if (mismatched_) j["mismatched_releases"] = mismatched_;
+  if (!items_.empty()) {
+    nlohmann::json items = nlohmann::json::object();
+    for (const auto& [name, it] : items_) {
+      items[name] = {{"current", it.current},
+                     {"peak", it.peak},
+                     {"allocations", it.allocations},
+                     {"bytes_allocated", it.bytes_allocated}};
+      if (it.uniform) items[name]["bytes_each"] = it.last_bytes;
+    }
+    j["items"] = items;
+  }
   return j;
 }
 

@@ -1,13 +1,17 @@
 // Memory ledger: every model-state and activation buffer of a rank is allocated through it,
 // tagged with a category, so "how many bytes does this layout use" is measured, not guessed.
-// Tracks current and peak bytes per category and the peak of the total. One ledger per rank,
-// passed explicitly. Leaves out: allocator tricks (fragmentation, caching) — bytes are bytes asked for.
+// Tracks current and peak bytes per category and the peak of the total, and, for buffers allocated
+// under an item name (each saved activation tensor: "block.qkv", "head.probs", …), the same per item
+// plus how many were allocated and their bytes, so an activation peak is itemised and each tensor's size
+// per layer and micro-batch can be checked against a formula. One ledger per rank, passed explicitly.
+// Leaves out: allocator tricks (fragmentation, caching) — bytes are bytes asked for.
 #pragma once
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <new>
 #include <string>
 #include <utility>
@@ -20,12 +24,22 @@ enum class Mem { param, grad, master, adam_m, adam_v, momentum, activation, comm
 constexpr int kMemCategories = static_cast<int>(Mem::count);
 const char* mem_name(Mem c);
 
+// One named item's bookkeeping.
+struct LedgerItem {
+  size_t current = 0, peak = 0;
+  size_t allocations = 0, bytes_allocated = 0;  // every allocation under this name, and their sum
+  size_t last_bytes = 0;                        // the size of the latest one
+  bool uniform = true;                          // every allocation had the same size
+};
+
 class MemoryLedger {
  public:
-  void allocate(Mem c, size_t bytes);
+  // item: a static name for itemised buffers (nullptr: the category only).
+  void allocate(Mem c, size_t bytes, const char* item = nullptr);
   // Never throws (buffers release from destructors): releasing more than is booked clamps the
   // category to 0 and counts a mismatch, which to_json reports.
-  void release(Mem c, size_t bytes) noexcept;
+  void release(Mem c, size_t bytes, const char* item = nullptr) noexcept;
+  const std::map<std::string, LedgerItem>& items() const { return items_; }
   size_t mismatched_releases() const { return mismatched_; }
   size_t current(Mem c) const { return current_[idx(c)]; }
   size_t peak(Mem c) const { return peak_[idx(c)]; }
@@ -34,12 +48,15 @@ class MemoryLedger {
   // Model states: param + grad + master + optimizer states.
   size_t model_state_bytes() const;
   void reset_peaks();              // peaks := current (e.g. after setup, to see one step)
-  nlohmann::json to_json() const;  // {"param": {"current": n, "peak": n}, ...}
+  // {"param": {"current": n, "peak": n}, ..., "items": {"block.qkv": {"current", "peak", "allocations",
+  // "bytes_allocated", "bytes_each" (when uniform)}, ...}}
+  nlohmann::json to_json() const;
 
  private:
   static int idx(Mem c) { return static_cast<int>(c); }
   std::array<size_t, kMemCategories> current_{}, peak_{};
   size_t total_current_ = 0, total_peak_ = 0, mismatched_ = 0;
+  std::map<std::string, LedgerItem> items_;
 };
 
 constexpr size_t kBufferAlign = 64;  // bytes: one cache line, one AVX-512 register
@@ -61,14 +78,15 @@ template <class T>
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(MemoryLedger& ledger, Mem cat, size_t n, size_t phase = 0) : ledger_(&ledger), cat_(cat), n_(n) {
+  Buffer(MemoryLedger& ledger, Mem cat, size_t n, size_t phase = 0, const char* item = nullptr)
+      : ledger_(&ledger), cat_(cat), item_(item), n_(n) {
     if (n_ == 0) return;
     size_t bytes = ((n_ + phase) * sizeof(T) + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
     base_ = std::aligned_alloc(kBufferAlign, bytes);
     if (!base_) throw std::bad_alloc();
     data_ = static_cast<T*>(base_) + phase;
     std::memset(static_cast<void*>(data_), 0, n_ * sizeof(T));
-    ledger_->allocate(cat_, n_ * sizeof(T));
+    ledger_->allocate(cat_, n_ * sizeof(T), item_);
   }
   ~Buffer() { reset(); }  // noexcept: the ledger never throws on release
   Buffer(const Buffer&) = delete;
@@ -84,7 +102,7 @@ class Buffer {
 
   void reset() noexcept {
     if (data_) {
-      ledger_->release(cat_, n_ * sizeof(T));
+      ledger_->release(cat_, n_ * sizeof(T), item_);
       std::free(base_);
     }
     base_ = nullptr;
@@ -105,12 +123,14 @@ class Buffer {
   void swap(Buffer& o) {
     std::swap(ledger_, o.ledger_);
     std::swap(cat_, o.cat_);
+    std::swap(item_, o.item_);
     std::swap(base_, o.base_);
     std::swap(data_, o.data_);
     std::swap(n_, o.n_);
   }
   MemoryLedger* ledger_ = nullptr;
   Mem cat_ = Mem::workspace;
+  const char* item_ = nullptr;
   void* base_ = nullptr;  // what aligned_alloc returned
   T* data_ = nullptr;
   size_t n_ = 0;

@@ -1,0 +1,194 @@
+// One transformer block's forward and backward (see block.h): the layer pairs of src/model composed, in
+// the order of the single-process model, with the tensor-parallel seams and the record's policy.
+#include "model/block.h"
+
+#include <cstring>
+
+#include "core/flops.h"
+#include "model/attention.h"
+#include "model/dropout.h"
+#include "model/flash_attention.h"
+#include "model/gelu.h"
+#include "model/layernorm.h"
+#include "model/linear.h"
+
+namespace shardlab {
+
+namespace {
+
+struct Dropouts {
+  Dropout attn, proj, mlp;
+  Dropouts(const BlockRun& run, const BlockDims& d) {
+    auto make = [&](const char* site) {
+      return Dropout::make(run.dropout, run.drop.seed, site, run.drop.step, d.layer, run.drop.first_sample, d.T, d.C,
+                           d.heads_total, d.first_head, d.first_position);
+    };
+    attn = make("dropout:attn");
+    proj = make("dropout:proj");
+    mlp = make("dropout:mlp");
+  }
+};
+
+bool keeps_probs(const ActivationPolicy& p) {
+  return p.attention == AttentionKernel::naive && p.recompute != Recompute::selective;
+}
+
+}  // namespace
+
+template <class T>
+void allocate_block_record(BlockRecord<T>& rec, const BlockDims& d, const ActivationPolicy& policy,
+                           MemoryLedger& ledger) {
+  const size_t R = d.rows(), N = d.region_rows(), C = d.C, CL = d.CL(), F = d.F;
+  const bool h = policy.bf16;
+  rec.ln1 = Saved<T>(ledger, "block.ln1", R * C, h);
+  rec.ln1_mean = Saved<T>(ledger, "block.ln1_mean", R, false);
+  rec.ln1_rstd = Saved<T>(ledger, "block.ln1_rstd", R, false);
+  rec.qkv = Saved<T>(ledger, "block.qkv", N * 3 * CL, h);
+  if (keeps_probs(policy)) rec.probs = Saved<T>(ledger, "block.probs", size_t(d.B) * d.NH * d.T * d.T, h);
+  if (policy.attention == AttentionKernel::flash)
+    rec.lse = Saved<T>(ledger, "block.lse", size_t(d.B) * d.NH * d.T, false);
+  rec.atty = Saved<T>(ledger, "block.atty", N * CL, h);
+  rec.resid_mid = Saved<T>(ledger, "block.resid_mid", R * C, h);
+  rec.ln2 = Saved<T>(ledger, "block.ln2", R * C, h);
+  rec.ln2_mean = Saved<T>(ledger, "block.ln2_mean", R, false);
+  rec.ln2_rstd = Saved<T>(ledger, "block.ln2_rstd", R, false);
+  rec.fc = Saved<T>(ledger, "block.fc", N * F, h);
+  rec.gelu = Saved<T>(ledger, "block.gelu", N * F, h);
+}
+
+template <class T>
+void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w, const BlockDims& d,
+                   const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks) {
+  const int B = d.B, C = d.C, CL = d.CL(), F = d.F;
+  const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
+  const Dropouts drop(run, d);
+  const T* x = rec.x.half() ? ws.x : rec.x.data();
+
+  // Attention sublayer: resid_mid = x + drop(proj(attention(qkv(ln1(x))))).
+  T* ln1 = produce(rec.ln1, ws.ln1);
+  layernorm_forward(ln1, rec.ln1_mean.data(), rec.ln1_rstd.data(), x, w.ln1_w, w.ln1_b, R, C);
+  keep(rec.ln1, ln1);
+  const T* h1 = hooks.enter(ln1, ws.full_a, d);
+  T* qkv = produce(rec.qkv, ws.qkv);
+  linear_forward(qkv, h1, w.qkv_w, w.qkv_b, N, C, 3 * CL);
+  keep(rec.qkv, qkv);
+  T* atty = produce(rec.atty, ws.atty);
+  const AttentionDims ad{B, d.T, CL, d.NH};
+  if (run.policy.attention == AttentionKernel::flash) {
+    flash_attention_forward(atty, rec.lse.data(), qkv, ad, drop.attn, ws.attention);
+  } else {
+    T* probs = rec.probs.exists() ? produce(rec.probs, ws.probs) : ws.probs;
+    attention_forward(atty, probs, qkv, ad, drop.attn, ws.attention, run.policy.bf16);
+    if (rec.probs.exists()) rec.probs.store(probs);  // already rounded, as produced
+  }
+  keep(rec.atty, atty);
+  T* resid_mid = produce(rec.resid_mid, ws.resid_mid);
+  T* partial = N == R ? resid_mid : ws.full_b;  // (N, C): this rank's share of W^O's sum
+  gemm(false, true, N, C, CL, T(1), atty, CL, w.proj_w, CL, T(0), partial, C);
+  hooks.leave(partial, resid_mid, d);
+  MatMap<T>(resid_mid, R, C).rowwise() += ConstVecMap<T>(w.proj_b, C);  // the bias once, after the sum
+  if (drop.proj.active()) drop.proj.apply_activation(resid_mid, B, d.T_local);
+  MatMap<T>(resid_mid, R, C) += ConstMatMap<T>(x, R, C);  // residual 1
+  keep(rec.resid_mid, resid_mid);
+
+  // MLP sublayer: out = resid_mid + drop(fcproj(gelu(fc(ln2(resid_mid))))).
+  T* ln2 = produce(rec.ln2, ws.ln2);
+  layernorm_forward(ln2, rec.ln2_mean.data(), rec.ln2_rstd.data(), resid_mid, w.ln2_w, w.ln2_b, R, C);
+  keep(rec.ln2, ln2);
+  const T* h2 = hooks.enter(ln2, ws.full_a, d);
+  T* fc = produce(rec.fc, ws.fc);
+  linear_forward(fc, h2, w.fc_w, w.fc_b, N, C, F);
+  keep(rec.fc, fc);
+  T* gelu = produce(rec.gelu, ws.gelu);
+  gelu_forward(gelu, fc, static_cast<size_t>(N) * F);
+  keep(rec.gelu, gelu);
+  T* partial2 = N == R ? out : ws.full_b;
+  gemm(false, true, N, C, F, T(1), gelu, F, w.fcproj_w, F, T(0), partial2, C);
+  hooks.leave(partial2, out, d);
+  MatMap<T>(out, R, C).rowwise() += ConstVecMap<T>(w.fcproj_b, C);
+  if (drop.mlp.active()) drop.mlp.apply_activation(out, B, d.T_local);
+  MatMap<T>(out, R, C) += ConstMatMap<T>(resid_mid, R, C);  // residual 2
+  if (run.policy.recompute == Recompute::full) rec.release_all_but_input();
+}
+
+template <class T>
+void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockRecord<T>& rec, const BlockDims& d,
+                    const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger) {
+  const int B = d.B, C = d.C, CL = d.CL(), F = d.F;
+  const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
+  const size_t RC = static_cast<size_t>(R) * C;
+  if (run.policy.recompute == Recompute::full) {  // claim C27: the block's forward once more
+    FlopPhase phase(Flop::block_recompute);
+    allocate_block_record(rec, d, run.policy, ledger);
+    if (rec.x.half()) rec.x.load(ws.x);
+    block_forward(rec, ws.discard, w, d,
+                  BlockRun{{run.policy.bf16, Recompute::none, run.policy.attention}, run.dropout, run.drop}, ws, hooks);
+  }
+  const Dropouts drop(run, d);
+  const T* x = use(rec.x, ws.x);
+  const T* ln1 = use(rec.ln1, ws.ln1);
+  const T* qkv = use(rec.qkv, ws.qkv);
+  const T* atty = use(rec.atty, ws.atty);
+  const T* resid_mid = use(rec.resid_mid, ws.resid_mid);
+  const T* ln2 = use(rec.ln2, ws.ln2);
+  const T* fc = use(rec.fc, ws.fc);
+  const T* gelu = use(rec.gelu, ws.gelu);
+
+  // MLP branch. ws.d_res holds d(out).
+  const T* d_mlp_out = ws.d_res;
+  if (drop.mlp.active()) {
+    std::memcpy(ws.d_tmp, ws.d_res, RC * sizeof(T));
+    drop.mlp.apply_activation(ws.d_tmp, B, d.T_local);
+    d_mlp_out = ws.d_tmp;
+  }
+  const T* dy2 = hooks.leave_backward(d_mlp_out, ws.full_b, d);
+  linear_backward(ws.d_gelu, g.fcproj_w, N == R ? g.fcproj_b : static_cast<T*>(nullptr), dy2, gelu, w.fcproj_w, N, F,
+                  C);
+  if (N != R) VecMap<T>(g.fcproj_b, C) += ConstMatMap<T>(d_mlp_out, R, C).colwise().sum();
+  gelu_backward(ws.d_fc, ws.d_gelu, fc, static_cast<size_t>(N) * F);
+  linear_backward(ws.d_ln, g.fc_w, g.fc_b, ws.d_fc, hooks.region_input(ln2, ws.full_a, d), w.fc_w, N, C, F);
+  T* d_ln2 = hooks.enter_backward(ws.d_ln, d);
+  layernorm_backward(ws.d_res, g.ln2_w, g.ln2_b, d_ln2, resid_mid, w.ln2_w, rec.ln2_mean.data(), rec.ln2_rstd.data(), R,
+                     C);  // ws.d_res = d(resid_mid)
+
+  // Attention branch.
+  const T* d_proj_out = ws.d_res;
+  if (drop.proj.active()) {
+    std::memcpy(ws.d_tmp, ws.d_res, RC * sizeof(T));
+    drop.proj.apply_activation(ws.d_tmp, B, d.T_local);
+    d_proj_out = ws.d_tmp;
+  }
+  const T* dy1 = hooks.leave_backward(d_proj_out, ws.full_b, d);
+  T* d_atty = ws.d_fc;  // reuse: (N, CL) fits in (N, F)
+  linear_backward(d_atty, g.proj_w, N == R ? g.proj_b : static_cast<T*>(nullptr), dy1, atty, w.proj_w, N, CL, C);
+  if (N != R) VecMap<T>(g.proj_b, C) += ConstMatMap<T>(d_proj_out, R, C).colwise().sum();
+  const AttentionDims ad{B, d.T, CL, d.NH};
+  if (run.policy.attention == AttentionKernel::flash) {
+    flash_attention_backward(ws.d_qkv, d_atty, atty, qkv, rec.lse.data(), ad, drop.attn, ws.attention);
+  } else {
+    const T* probs = rec.probs.exists() ? use(rec.probs, ws.probs) : ws.probs;
+    if (!rec.probs.exists()) {  // claim C28: selective recompute re-runs only the s² part
+      FlopPhase phase(Flop::block_recompute);
+      attention_probs(ws.probs, qkv, ad, run.policy.bf16);
+    }
+    attention_backward(ws.d_qkv, d_atty, qkv, probs, ad, drop.attn, ws.attention);
+  }
+  linear_backward(ws.d_ln, g.qkv_w, g.qkv_b, ws.d_qkv, hooks.region_input(ln1, ws.full_a, d), w.qkv_w, N, C, 3 * CL);
+  T* d_ln1 = hooks.enter_backward(ws.d_ln, d);
+  layernorm_backward(ws.d_res, g.ln1_w, g.ln1_b, d_ln1, x, w.ln1_w, rec.ln1_mean.data(), rec.ln1_rstd.data(), R,
+                     C);  // ws.d_res = d(x)
+  rec.release_all_but_input();
+  rec.x.release();
+}
+
+#define SHARDLAB_BLOCK(T)                                                                                              \
+  template void allocate_block_record<T>(BlockRecord<T>&, const BlockDims&, const ActivationPolicy&, MemoryLedger&);   \
+  template void block_forward<T>(BlockRecord<T>&, T*, const BlockTensors<const T*>&, const BlockDims&,                 \
+                                 const BlockRun&, BlockScratch<T>&, RegionHooks<T>&);                                  \
+  template void block_backward<T>(BlockTensors<T*>&, const BlockTensors<const T*>&, BlockRecord<T>&, const BlockDims&, \
+                                  const BlockRun&, BlockScratch<T>&, RegionHooks<T>&, MemoryLedger&);
+SHARDLAB_BLOCK(float)
+SHARDLAB_BLOCK(double)
+#undef SHARDLAB_BLOCK
+
+}  // namespace shardlab

@@ -1,0 +1,128 @@
+// One transformer block as a forward/backward pair of free functions:
+//   x → LN1 → [enter] QKV → attention → W^O [leave] + b → dropout → + x = resid_mid
+//     → LN2 → [enter] fc → GELU → fc-proj [leave] + b → dropout → + resid_mid = out
+// over a weights view and a grads view (pointers into the flat layout, one unit), the block's activation
+// record for one micro-batch (activation_record.h), its local dimensions and a workspace.
+//
+// Local dimensions with global offsets: the block runs on local sizes — its heads, its share of the MLP
+// width, its rows of the sequence — and knows the global index of each slice's first element, so every
+// dropout mask is the whole model's mask for that slice. With tensor parallelism a rank holds heads
+// [first_head, first_head + NH) and MLP columns of width F; with sequence parallelism the residual
+// stream holds positions [first_position, first_position + T_local).
+//
+// Communication seams: entering and leaving each tensor-parallel region the block calls a RegionHooks
+// method; the base class is the identity (one process, data parallel). Tensor parallelism makes them
+// Megatron's f and g (identity/all-reduce), sequence parallelism an all-gather/reduce-scatter along the
+// sequence. The row-parallel projections' biases are added after leaving (once, not once per rank).
+//
+// Memory order: activations are (B, T, C), samples outermost, as everywhere in the model. A sequence
+// slice of a micro-batch is then B separate pieces (one per sample) rather than one contiguous block, so
+// sequence/context parallelism packs them into the collective's buffer and unpacks after (a copy per
+// collective, cheap next to the GEMMs) instead of reordering the whole model to Megatron's (T, B, C):
+// keeping (B, T, C) keeps every sum over tokens in the order of the single-process model, which is what
+// lets the layouts reproduce its loss curve bit for bit.
+#pragma once
+#include <cstdint>
+
+#include "model/activation_record.h"
+#include "model/param_layout.h"
+
+namespace shardlab {
+
+// Where dropout randomness comes from for one micro-batch (see dropout.h).
+struct DropoutContext {
+  uint64_t seed = 0;
+  uint64_t step = 0;          // optimizer step
+  uint64_t first_sample = 0;  // global index of the micro-batch's first sample within the step
+};
+
+struct BlockDims {
+  int B = 0;                          // samples in the micro-batch
+  int T = 0;                          // sequence length (global)
+  int C = 0;                          // hidden size (the residual stream is never split by heads)
+  int NH = 0, HD = 0;                 // heads on this rank, head size
+  int F = 0;                          // MLP width on this rank (4C / t)
+  int T_local = 0;                    // residual rows per sample on this rank (T, or T / t with sequence parallel)
+  int heads_total = 0;                // heads of the whole model
+  int first_head = 0;                 // global index of this rank's first head
+  int first_position = 0;             // global position of this rank's first residual row
+  int layer = 0;                      // global layer index
+  int CL() const { return NH * HD; }  // attention width on this rank
+  size_t rows() const { return size_t(B) * T_local; }   // residual rows
+  size_t region_rows() const { return size_t(B) * T; }  // rows inside the tensor-parallel regions
+};
+
+// A block's tensors inside its unit's range of the flat layout (P = const T* for weights, T* for grads).
+template <class P>
+struct BlockTensors {
+  P ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w, fcproj_b;
+  // unit: the unit's pointer; begin: the unit's first flat offset.
+  static BlockTensors at(P unit, size_t begin, const BlockOffsets& o) {
+    auto p = [&](size_t offset) { return unit + (offset - begin); };
+    return {p(o.ln1_w), p(o.ln1_b), p(o.qkv_w), p(o.qkv_b), p(o.proj_w),   p(o.proj_b),
+            p(o.ln2_w), p(o.ln2_b), p(o.fc_w),  p(o.fc_b),  p(o.fcproj_w), p(o.fcproj_b)};
+  }
+};
+
+// The seams of a tensor-parallel region (see the top). The base class is the identity.
+template <class T>
+class RegionHooks {
+ public:
+  virtual ~RegionHooks() = default;
+  // Forward, entering: the region's input (B·T rows) from the residual rows (B·T_local). f: identity.
+  virtual const T* enter(const T* x, T* full, const BlockDims& d) { return x; }
+  // Forward, leaving: every rank's partial sums (B·T rows) into the residual rows y. g: all-reduce.
+  // May work in place (y == partial).
+  virtual void leave(T* partial, T* y, const BlockDims& d) {}
+  // Backward of leave: the output gradient (B·T_local rows) as the region sees it (B·T rows).
+  virtual const T* leave_backward(const T* dy, T* full, const BlockDims& d) { return dy; }
+  // Backward of enter: the region input's gradient (B·T rows, every rank's part) into the residual rows
+  // (in place; returns where the result is). f's backward: all-reduce.
+  virtual T* enter_backward(T* d_full, const BlockDims& d) { return d_full; }
+  // The region's input again in backward (for the weight gradients), from the saved residual rows.
+  virtual const T* region_input(const T* x, T* full, const BlockDims& d) { return x; }
+};
+
+// Compute buffers of one block's forward and backward, shared by every block of a chunk and every
+// micro-batch (booked as workspace). Sized for the chunk's largest micro-batch; rows R = B·T_local,
+// region rows N = B·T.
+template <class T>
+struct BlockScratch {
+  T *d_res, *d_tmp;    // (R, C): the residual stream's gradient; a masked copy of it
+  T* d_ln;             // (N, C)
+  T* d_qkv;            // (N, 3·CL)
+  T *d_fc, *d_gelu;    // (N, F)
+  T* attention;        // naive: 2·T·T; flash: flash_scratch_elements()
+  T* probs;            // (B, NH, T, T) when the record keeps no probabilities (selective)
+  T* discard;          // (R, C): where a recomputed forward puts the output nobody needs
+  T *full_a, *full_b;  // (N, C): a region's gathered input / output gradient (sequence parallel)
+  // bf16 records: compute slots, one per half-precision tensor (null otherwise)
+  T *x, *ln1, *qkv, *atty, *resid_mid, *ln2, *fc, *gelu;
+};
+
+// Run-wide facts a block needs.
+struct BlockRun {
+  ActivationPolicy policy;
+  double dropout = 0.0;  // probability when training (0 in evaluation)
+  DropoutContext drop;
+};
+
+// Allocates every tensor the record keeps under `policy` except x (already there, the previous block's
+// output). With full recompute the forward still allocates them all; block_forward drops them after.
+template <class T>
+void allocate_block_record(BlockRecord<T>& rec, const BlockDims& d, const ActivationPolicy& policy,
+                           MemoryLedger& ledger);
+
+// Forward of one block for one micro-batch: reads rec.x, writes the output (R, C) to out (the next
+// record's input, or the chunk's output), keeps what the policy says in rec.
+template <class T>
+void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w, const BlockDims& d,
+                   const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks);
+
+// Backward: ws.d_res holds d(out) on entry and d(x) on return; gradients accumulate into g. Full
+// recompute re-runs the forward first (re-allocating the record); the record is released at the end.
+template <class T>
+void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockRecord<T>& rec, const BlockDims& d,
+                    const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger);
+
+}  // namespace shardlab

@@ -1,0 +1,243 @@
+// A model chunk's forward and backward over its units (see model_chunk.h).
+#include "model/model_chunk.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "core/flops.h"
+#include "model/cross_entropy.h"
+#include "model/embedding.h"
+#include "model/flash_attention.h"
+#include "model/layernorm.h"
+#include "model/linear.h"
+
+namespace shardlab {
+
+template <class T>
+struct ModelChunk<T>::Records {
+  MicroBatch mb;
+  std::vector<int32_t> inputs, targets;  // this rank's copy of the micro-batch's tokens
+  std::vector<BlockRecord<T>> blocks;
+  HeadRecord<T> head;
+};
+
+template <class T>
+ModelChunk<T>::ModelChunk(const GPTConfig& cfg, const ParamLayout& layout, ChunkSpec spec, int capacity,
+                          ActivationPolicy policy, MemoryLedger& ledger, RegionHooks<T>* hooks, ModelSlice slice)
+    : cfg_(cfg),
+      layout_(layout),
+      spec_(spec),
+      capacity_(capacity),
+      policy_(policy),
+      ledger_(ledger),
+      hooks_(hooks ? hooks : &identity_),
+      slice_(slice) {
+  if (spec.end_block <= spec.first_block) throw std::invalid_argument("a model chunk holds at least one block");
+  const BlockDims d = dims(capacity, 0);
+  const size_t R = d.rows(), N = d.region_rows(), C = d.C, CL = d.CL(), F = d.F, T2 = size_t(d.T) * d.T;
+  const bool naive = policy.attention == AttentionKernel::naive, bf16 = policy.bf16;
+  auto buffer = [&](size_t n) -> T* {
+    if (n == 0) return nullptr;
+    workspace_.emplace_back(ledger, Mem::workspace, n);
+    return workspace_.back().data();
+  };
+  ws_.d_res = buffer(R * C);
+  ws_.d_tmp = buffer(R * C);
+  ws_.d_ln = buffer(N * C);
+  ws_.d_qkv = buffer(N * 3 * CL);
+  ws_.d_fc = buffer(N * F);
+  ws_.d_gelu = buffer(N * F);
+  ws_.attention = buffer(naive ? 2 * T2 : flash_scratch_elements());
+  if (naive && (policy.recompute == Recompute::selective || bf16)) ws_.probs = buffer(size_t(d.B) * d.NH * T2);
+  if (policy.recompute == Recompute::full) ws_.discard = buffer(R * C);
+  if (N != R) {
+    ws_.full_a = buffer(N * C);
+    ws_.full_b = buffer(N * C);
+  }
+  if (bf16) {
+    ws_.x = buffer(R * C);
+    ws_.ln1 = buffer(R * C);
+    ws_.resid_mid = buffer(R * C);
+    ws_.ln2 = buffer(R * C);
+    ws_.qkv = buffer(N * 3 * CL);
+    ws_.atty = buffer(N * CL);
+    ws_.fc = buffer(N * F);
+    ws_.gelu = buffer(N * F);
+  }
+}
+
+template <class T>
+ModelChunk<T>::~ModelChunk() = default;
+
+template <class T>
+BlockDims ModelChunk<T>::dims(int B, int layer) const {
+  BlockDims d;
+  d.B = B;
+  d.T = cfg_.seq;
+  d.C = cfg_.hidden;
+  d.HD = cfg_.head_dim();
+  d.NH = cfg_.heads / slice_.tp;
+  d.F = 4 * cfg_.hidden / slice_.tp;
+  d.T_local = slice_.sequence_parallel ? cfg_.seq / slice_.tp : cfg_.seq;
+  d.heads_total = cfg_.heads;
+  d.first_head = slice_.tp_rank * d.NH;
+  d.first_position = slice_.sequence_parallel ? slice_.tp_rank * d.T_local : 0;
+  d.layer = layer;
+  return d;
+}
+
+template <class T>
+BlockRun ModelChunk<T>::run_of(const Records& r) const {
+  return BlockRun{policy_, r.mb.train ? cfg_.dropout : 0.0, r.mb.drop};
+}
+
+namespace {
+// Addresses one unit's tensors by their flat-layout offsets.
+template <class P>
+struct UnitPtr {
+  P base;
+  size_t begin;
+  P operator()(size_t offset) const { return base + (offset - begin); }
+};
+}  // namespace
+
+template <class T>
+double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const T* x_in, T* x_out) {
+  if (mb.B <= 0 || mb.B > capacity_)
+    throw std::invalid_argument("micro-batch of " + std::to_string(mb.B) + " samples, chunk built for " +
+                                std::to_string(capacity_));
+  if (records_.count(mb.id)) throw std::logic_error("micro-batch " + std::to_string(mb.id) + " is already in flight");
+  auto rp = std::make_unique<Records>();
+  Records& r = *rp;
+  records_[mb.id] = std::move(rp);
+  r.mb = mb;
+  const int Tn = cfg_.seq, C = cfg_.hidden, V = cfg_.vocab, B = mb.B;
+  const BlockDims d0 = dims(B, spec_.first_block);
+  const size_t R = d0.rows();
+  const int Tl = d0.T_local, t0 = d0.first_position;
+  if (spec_.embedding) r.inputs.assign(mb.inputs, mb.inputs + size_t(B) * Tn);
+  if (spec_.head)  // this rank's rows' targets, contiguous
+    for (int b = 0; b < B; ++b)
+      r.targets.insert(r.targets.end(), mb.targets + size_t(b) * Tn + t0, mb.targets + size_t(b) * Tn + t0 + Tl);
+  const BlockRun run = run_of(r);
+  const int nblocks = spec_.end_block - spec_.first_block;
+  r.blocks.resize(nblocks);
+
+  // The first block's input: the embedding, or the previous chunk's output.
+  r.blocks[0].x = Saved<T>(ledger_, "block.x", R * C, policy_.bf16);
+  T* x0 = produce(r.blocks[0].x, ws_.x);
+  if (spec_.embedding) {
+    UnitPtr<const T*> P{access.params(0, false), layout_.unit_begin(0)};
+    embedding_forward(x0, r.inputs.data(), P(layout_.tok_emb), P(layout_.pos_emb), B, Tn, C, t0, Tl);
+    access.params_done(0, false);
+  } else {
+    std::memcpy(static_cast<void*>(x0), x_in, R * C * sizeof(T));
+  }
+  keep(r.blocks[0].x, x0);
+
+  for (int i = 0; i < nblocks; ++i) {
+    const int l = spec_.first_block + i, unit = l + 1;
+    BlockRecord<T>& rec = r.blocks[i];
+    const BlockDims d = dims(B, l);
+    const auto w = BlockTensors<const T*>::at(access.params(unit, false), layout_.unit_begin(unit), layout_.blocks[l]);
+    allocate_block_record(rec, d, policy_, ledger_);
+    Saved<T>* next = i + 1 < nblocks ? &r.blocks[i + 1].x : spec_.head ? &r.head.x : nullptr;
+    T* out = x_out;
+    if (next) {
+      *next = Saved<T>(ledger_, i + 1 < nblocks ? "block.x" : "head.x", R * C, policy_.bf16);
+      out = produce(*next, ws_.x);
+    }
+    {
+      FlopPhase phase(Flop::block_forward);
+      block_forward(rec, out, w, d, run, ws_, *hooks_);
+    }
+    if (next) keep(*next, out);
+    access.params_done(unit, false);
+  }
+  if (!spec_.head) return 0.0;
+
+  const int head = cfg_.layers + 1;
+  HeadRecord<T>& h = r.head;
+  UnitPtr<const T*> P{access.params(head, false), layout_.unit_begin(head)};
+  const T* hx = h.x.half() ? ws_.x : h.x.data();
+  h.lnf = Saved<T>(ledger_, "head.lnf", R * C, policy_.bf16);
+  h.lnf_mean = Saved<T>(ledger_, "head.lnf_mean", R, false);
+  h.lnf_rstd = Saved<T>(ledger_, "head.lnf_rstd", R, false);
+  h.probs = Saved<T>(ledger_, "head.probs", R * V, false);  // the loss's softmax in the compute type
+  T* lnf = produce(h.lnf, ws_.ln1);
+  layernorm_forward(lnf, h.lnf_mean.data(), h.lnf_rstd.data(), hx, P(layout_.lnf_w), P(layout_.lnf_b),
+                    static_cast<int>(R), C);
+  keep(h.lnf, lnf);
+  linear_forward(h.probs.data(), lnf, P(layout_.lm_head), static_cast<const T*>(nullptr), static_cast<int>(R), C, V);
+  access.params_done(head, false);
+  return cross_entropy_forward(h.probs.data(), r.targets.data(), static_cast<int>(R), V);
+}
+
+template <class T>
+void ModelChunk<T>::backward(int mb_id, UnitAccess<T>& access, T loss_scale, const T* d_out, T* d_in) {
+  auto it = records_.find(mb_id);
+  if (it == records_.end())
+    throw std::logic_error("backward of micro-batch " + std::to_string(mb_id) + " without its forward");
+  Records& r = *it->second;
+  const int C = cfg_.hidden, V = cfg_.vocab, B = r.mb.B, Tn = cfg_.seq;
+  const BlockDims d0 = dims(B, spec_.first_block);
+  const size_t R = d0.rows();
+  const BlockRun run = run_of(r);
+  auto done = [&](int u) {
+    access.params_done(u, true);
+    access.grads_done(u);
+  };
+  if (spec_.head) {
+    const int head = cfg_.layers + 1;
+    HeadRecord<T>& h = r.head;
+    UnitPtr<const T*> P{access.params(head, true), layout_.unit_begin(head)};
+    UnitPtr<T*> G{access.grads(head), layout_.unit_begin(head)};
+    cross_entropy_backward(h.probs.data(), r.targets.data(), static_cast<int>(R), V, loss_scale);  // now d_logits
+    linear_backward(ws_.d_ln, G(layout_.lm_head), static_cast<T*>(nullptr), h.probs.data(), use(h.lnf, ws_.ln1),
+                    P(layout_.lm_head), static_cast<int>(R), C, V);
+    std::memset(static_cast<void*>(ws_.d_res), 0, R * C * sizeof(T));
+    layernorm_backward(ws_.d_res, G(layout_.lnf_w), G(layout_.lnf_b), ws_.d_ln, use(h.x, ws_.x), P(layout_.lnf_w),
+                       h.lnf_mean.data(), h.lnf_rstd.data(), static_cast<int>(R), C);
+    done(head);
+    h = HeadRecord<T>();
+  } else {
+    std::memcpy(static_cast<void*>(ws_.d_res), d_out, R * C * sizeof(T));
+  }
+  for (int i = spec_.end_block - spec_.first_block - 1; i >= 0; --i) {  // ws_.d_res holds d(output of block)
+    const int l = spec_.first_block + i, unit = l + 1;
+    const auto w = BlockTensors<const T*>::at(access.params(unit, true), layout_.unit_begin(unit), layout_.blocks[l]);
+    auto g = BlockTensors<T*>::at(access.grads(unit), layout_.unit_begin(unit), layout_.blocks[l]);
+    {
+      FlopPhase phase(Flop::block_backward);
+      block_backward(g, w, r.blocks[i], dims(B, l), run, ws_, *hooks_, ledger_);
+    }
+    done(unit);
+  }
+  if (spec_.embedding) {
+    access.params(0, true);  // the embedding's backward reads no weights, but a unit is gathered for it all the same
+    UnitPtr<T*> G{access.grads(0), layout_.unit_begin(0)};
+    embedding_backward(G(layout_.tok_emb), G(layout_.pos_emb), ws_.d_res, r.inputs.data(), B, Tn, C, d0.first_position,
+                       d0.T_local);
+    done(0);
+  } else {
+    std::memcpy(static_cast<void*>(d_in), ws_.d_res, R * C * sizeof(T));
+  }
+  records_.erase(it);
+}
+
+template <class T>
+const T* ModelChunk<T>::probs(int mb_id) const {
+  auto it = records_.find(mb_id);
+  return it == records_.end() ? nullptr : it->second->head.probs.data();
+}
+
+template <class T>
+void ModelChunk<T>::release(int mb_id) {
+  records_.erase(mb_id);
+}
+
+template class ModelChunk<float>;
+template class ModelChunk<double>;
+
+}  // namespace shardlab

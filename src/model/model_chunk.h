@@ -1,0 +1,92 @@
+// A model chunk: a contiguous range of the model's units — the embedding on the first chunk, blocks
+// [first_block, end_block), the final LayerNorm + LM head + loss on the last — with
+//   forward(micro-batch, x_in) → x_out   and   backward(micro-batch, d_out) → d_in.
+// The single process is one chunk holding everything; a pipeline stage holds one (or, interleaved, v).
+// Several micro-batches may be in flight at once, each with its own activation records (keyed by the
+// micro-batch's id), allocated as its forward reaches each block and released after its backward — so a
+// schedule that stashes m micro-batches shows m records in the memory ledger.
+// Weights and gradients belong to the caller and are reached unit by unit through UnitAccess; the
+// chunk owns only records and one workspace (booked as workspace), shared by all micro-batches.
+// Leaves out: communication between chunks (the pipeline executor moves x_out/d_in between stages).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/ledger.h"
+#include "model/activation_record.h"
+#include "model/block.h"
+#include "model/config.h"
+#include "model/param_layout.h"
+#include "model/unit_access.h"
+
+namespace shardlab {
+
+struct ChunkSpec {
+  int first_block = 0, end_block = 0;  // blocks [first_block, end_block)
+  bool embedding = true, head = true;  // holds unit 0 (embeddings) / unit L+1 (final LN + head)
+  static ChunkSpec whole(const GPTConfig& cfg) { return {0, cfg.layers, true, true}; }
+};
+
+// Which part of every layer this rank holds (tensor and sequence parallelism; the whole layer by default).
+struct ModelSlice {
+  int tp = 1, tp_rank = 0;
+  bool sequence_parallel = false;
+};
+
+// One micro-batch as the chunk sees it. Tokens are copied at forward, so the caller's buffers may be
+// reused at once.
+struct MicroBatch {
+  int id = 0;                        // distinct for micro-batches in flight at the same time
+  int B = 0;                         // samples
+  const int32_t* inputs = nullptr;   // (B, T), needed by the first chunk
+  const int32_t* targets = nullptr;  // (B, T), needed by the last chunk
+  DropoutContext drop;
+  bool train = true;  // dropout on; false for evaluation
+};
+
+template <class T>
+class ModelChunk {
+ public:
+  // capacity: the largest micro-batch; hooks: the tensor-parallel seams (null: identity).
+  ModelChunk(const GPTConfig& cfg, const ParamLayout& layout, ChunkSpec spec, int capacity, ActivationPolicy policy,
+             MemoryLedger& ledger, RegionHooks<T>* hooks = nullptr, ModelSlice slice = {});
+  ~ModelChunk();
+
+  // Forward of one micro-batch. No embedding: x_in (B, T_local, C) is the previous chunk's output. No
+  // head: the output goes to x_out (B, T_local, C). With the head: returns Σ of this rank's token losses.
+  double forward(const MicroBatch& mb, UnitAccess<T>& weights, const T* x_in = nullptr, T* x_out = nullptr);
+  // Backward of a micro-batch whose forward ran: with the head, from the loss (scaled by loss_scale, the
+  // one normalisation: 1 / tokens of the global batch); else from d_out, the gradient of x_out. Without
+  // the embedding, the gradient of x_in goes to d_in. Accumulates into the gradients; frees the records.
+  void backward(int mb_id, UnitAccess<T>& weights, T loss_scale, const T* d_out = nullptr, T* d_in = nullptr);
+  // Head: the (B·T_local, V) probabilities of a forward that has not been backwarded (for sampling).
+  const T* probs(int mb_id) const;
+  // Drops a micro-batch's records without a backward (after an evaluation forward).
+  void release(int mb_id);
+
+  int capacity() const { return capacity_; }
+  int in_flight() const { return static_cast<int>(records_.size()); }
+  const ChunkSpec& spec() const { return spec_; }
+  const ParamLayout& layout() const { return layout_; }
+  BlockDims dims(int B, int layer) const;  // this rank's dimensions of a block for a micro-batch of B
+
+ private:
+  struct Records;
+  BlockRun run_of(const Records& r) const;
+  GPTConfig cfg_;
+  const ParamLayout& layout_;
+  ChunkSpec spec_;
+  int capacity_;
+  ActivationPolicy policy_;
+  MemoryLedger& ledger_;
+  RegionHooks<T> identity_;
+  RegionHooks<T>* hooks_;
+  ModelSlice slice_;
+  std::vector<Buffer<T>> workspace_;
+  BlockScratch<T> ws_{};
+  std::map<int, std::unique_ptr<Records>> records_;
+};
+
+}  // namespace shardlab
