@@ -38,7 +38,7 @@ int eval_command(const CommandArgs& args, const Runtime& rt) {
     FlatAccess<T> weights(model.layout(), params, nullptr);
     const int batches = (n + batch - 1) / batch;
     Progress progress(rt.is_root() ? progress_mode : "none", 0, batches, double(batch) * ck.model.seq, "batch");
-    double loss = evaluate_windows(model, weights, data, n, TextData::Part::whole, &progress);
+    double loss = evaluate_windows(model.chunk(), weights, data, n, TextData::Part::whole, &progress);
     progress.finish();
     if (rt.is_root())
       std::printf("mean loss %.6f nats/token (%.4f bits/byte) over %d windows of %d tokens of %s\n", loss,

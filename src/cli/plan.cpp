@@ -132,7 +132,7 @@ PlanRequest request(const Flags& f, const PlanFlags& v) {
   parse_dtype(v.dtype, &o.recipe.dtype);
   parse_grad_accum(v.grad_accum, &o.recipe.grad_accum);
   parse_master(v.master, &o.recipe.master);
-  parse_attention(v.attention, &o.attention);
+  parse_attention_kernel(v.attention, &o.attention);
   if (has("--dtype") && o.recipe.dtype == Dtype::f64) {  // bf16 mixed precision computes in f32
     if (has("--mixed") && o.recipe.mixed == Mixed::bf16) throw Fail{"--mixed bf16 computes in f32; drop --dtype f64"};
     o.recipe.mixed = Mixed::none;

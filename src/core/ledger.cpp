@@ -21,8 +21,9 @@ const char* mem_name(Mem c) {
   }
 }
 
-void MemoryLedger::allocate(Mem c, size_t bytes, const char* item) {
-  if (item) {
+bool MemoryLedger::allocate(Mem c, size_t bytes, const char* item) {
+  const bool itemised = item && !items_paused_;
+  if (itemised) {
     LedgerItem& it = items_[item];
     it.current += bytes;
     if (it.current > it.peak) it.peak = it.current;
@@ -36,6 +37,7 @@ void MemoryLedger::allocate(Mem c, size_t bytes, const char* item) {
   if (current_[i] > peak_[i]) peak_[i] = current_[i];
   total_current_ += bytes;
   if (total_current_ > total_peak_) total_peak_ = total_current_;
+  return itemised;
 }
 
 void MemoryLedger::release(Mem c, size_t bytes, const char* item) noexcept {

@@ -34,8 +34,12 @@ struct LedgerItem {
 
 class MemoryLedger {
  public:
-  // item: a static name for itemised buffers (nullptr: the category only).
-  void allocate(Mem c, size_t bytes, const char* item = nullptr);
+  // item: a static name for itemised buffers (nullptr: the category only). Returns whether the item
+  // was recorded (not while itemising is paused).
+  bool allocate(Mem c, size_t bytes, const char* item = nullptr);
+  // Evaluation's forwards allocate records too; pausing keeps them out of the items (the categories
+  // and peaks still count them), so the items describe training alone.
+  void pause_items(bool paused) { items_paused_ = paused; }
   // Never throws (buffers release from destructors): releasing more than is booked clamps the
   // category to 0 and counts a mismatch, which to_json reports.
   void release(Mem c, size_t bytes, const char* item = nullptr) noexcept;
@@ -47,7 +51,7 @@ class MemoryLedger {
   size_t total_peak() const { return total_peak_; }
   // Model states: param + grad + master + optimizer states.
   size_t model_state_bytes() const;
-  void reset_peaks();              // peaks := current (e.g. after setup, to see one step)
+  void reset_peaks();  // peaks := current (e.g. after setup, to see one step)
   // {"param": {"current": n, "peak": n}, ..., "items": {"block.qkv": {"current", "peak", "allocations",
   // "bytes_allocated", "bytes_each" (when uniform)}, ...}}
   nlohmann::json to_json() const;
@@ -57,6 +61,7 @@ class MemoryLedger {
   std::array<size_t, kMemCategories> current_{}, peak_{};
   size_t total_current_ = 0, total_peak_ = 0, mismatched_ = 0;
   std::map<std::string, LedgerItem> items_;
+  bool items_paused_ = false;
 };
 
 constexpr size_t kBufferAlign = 64;  // bytes: one cache line, one AVX-512 register
@@ -86,7 +91,7 @@ class Buffer {
     if (!base_) throw std::bad_alloc();
     data_ = static_cast<T*>(base_) + phase;
     std::memset(static_cast<void*>(data_), 0, n_ * sizeof(T));
-    ledger_->allocate(cat_, n_ * sizeof(T), item_);
+    if (!ledger_->allocate(cat_, n_ * sizeof(T), item_)) item_ = nullptr;
   }
   ~Buffer() { reset(); }  // noexcept: the ledger never throws on release
   Buffer(const Buffer&) = delete;

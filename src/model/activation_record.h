@@ -16,21 +16,9 @@
 
 #include "core/bf16.h"
 #include "core/ledger.h"
+#include "model/activation_policy.h"
 
 namespace shardlab {
-
-enum class Recompute { none, selective, full };
-enum class AttentionKernel { naive, flash };
-const char* recompute_name(Recompute r);
-const char* attention_name(AttentionKernel a);
-bool parse_recompute(const std::string& s, Recompute* out);
-bool parse_attention_kernel(const std::string& s, AttentionKernel* out);
-
-struct ActivationPolicy {
-  bool bf16 = false;  // saved activations stored as bf16
-  Recompute recompute = Recompute::none;
-  AttentionKernel attention = AttentionKernel::naive;
-};
 
 // One saved tensor: n elements of T, or of bf16 when `half`.
 template <class T>

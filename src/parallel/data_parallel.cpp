@@ -44,8 +44,8 @@ void DataParallel<T>::begin_step() {
 }
 
 template <class T>
-void DataParallel<T>::begin_micro_batch(bool last) {
-  last_micro_ = last;
+void DataParallel<T>::begin_backward(bool last) {
+  last_backward_ = last;
 }
 
 template <class T>

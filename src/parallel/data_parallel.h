@@ -43,7 +43,10 @@ class DataParallel : public UnitAccess<T> {
   Strategy strategy() const { return strategy_; }
 
   void begin_step();                  // zero gradients
-  void begin_micro_batch(bool last);  // on the last micro-batch of a step, gradients sync as they appear
+  // Before each backward: is it the step's last backward? Then gradients sync as backward produces them
+  // (keyed to the last backward, not the last forward, so schedules that run several forwards before
+  // their backwards — a pipeline's 1F1B — still sync only once accumulation has ended).
+  void begin_backward(bool last);
   void finish_gradients();            // every reduction done: this rank's range holds the global sums
   double grad_norm();                 // the same value on every rank
   void optimizer_step(int64_t step, double lr, double grad_scale);
@@ -100,7 +103,7 @@ class DataParallel : public UnitAccess<T> {
   Communicator* across_;  // hybrid: the same shard on every node
   ShardLayout shards_;
   std::unique_ptr<ModelStates<T>> states_;
-  bool overlap_, prefetch_, last_micro_ = false;
+  bool overlap_, prefetch_, last_backward_ = false;
   std::vector<Bucket> buckets_;
   std::list<Communicator::Pending> bucket_pending_;
   std::list<UnitGrads> unit_grads_;

@@ -68,7 +68,7 @@ void DataParallel<T>::grads_done(int unit) {
   const size_t lo = comm_lo(unit), hi = comm_hi(unit);
   if (states_->backward_grads()) {  // full gradients: fold bf16, maybe start this bucket's ring
     states_->fold_backward_grads(lo, hi);
-    if (last_micro_ && overlap_)
+    if (last_backward_ && overlap_)
       for (const Bucket& b : buckets_)
         if (b.last_unit == unit) start_bucket(b, false);
   } else {  // sharded gradients: this unit's buffer goes to its owners now
@@ -127,7 +127,7 @@ template <class T>
 void DataParallel<T>::finish_gradients() {
   Trace::Span span(trace_, "finish gradients", "comm");
   if (states_->backward_grads()) {
-    if (!overlap_ || !last_micro_)  // nothing started during backward: sync everything now
+    if (!overlap_ || !last_backward_)  // nothing started during backward: sync everything now
       for (const Bucket& b : buckets_) start_bucket(b, true);
     for (auto& p : bucket_pending_) shard_->wait(p);
     bucket_pending_.clear();

@@ -4,21 +4,7 @@
 
 namespace shardlab::plan {
 
-bool parse_attention(const std::string& s, Attention* out) {
-  if (s == "naive") {
-    *out = Attention::naive;
-    return true;
-  }
-  if (s == "flash") {
-    *out = Attention::flash;
-    return true;
-  }
-  return false;
-}
-
-const char* attention_name(Attention a) { return a == Attention::flash ? "flash" : "naive"; }
-
-ActivationEstimate estimate_activations(const ActivationDims& d, Attention attn) {
+ActivationEstimate estimate_activations(const ActivationDims& d, AttentionKernel attn) {
   const std::uint64_t s = d.seq, b = d.micro_batch, h = d.hidden, a = d.heads;
   ActivationEstimate e;
   // claim C4: 34·s·b·h — QKV input, attention output, FFN intermediates, GELU input, dropout
@@ -26,7 +12,7 @@ ActivationEstimate estimate_activations(const ActivationDims& d, Attention attn)
   e.linear_per_layer = 34 * s * b * h;
   // claim C4: s·b·h · 5·a·s/h = 5·a·s²·b — the s×s scores (and softmax/dropout of them) per head.
   // claim C5: FlashAttention recomputes scores block by block and keeps none of them.
-  e.quadratic_per_layer = attn == Attention::flash ? 0 : 5 * a * s * s * b;
+  e.quadratic_per_layer = attn == AttentionKernel::flash ? 0 : 5 * a * s * s * b;
   e.per_layer = e.linear_per_layer + e.quadratic_per_layer;
   e.total = d.layers * e.per_layer;  // claim C4: whole model = L × per layer
   return e;

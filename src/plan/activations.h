@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <string>
 
+#include "model/activation_policy.h"
+
+#include "model/activation_policy.h"
+
 namespace shardlab::plan {
 
-enum class Attention { naive, flash };
-bool parse_attention(const std::string& s, Attention* out);  // naive | flash
-const char* attention_name(Attention a);
+// The attention kernel is the model's (model/activation_policy.h).
 
 struct ActivationDims {
   std::uint64_t hidden = 128;     // h
@@ -35,6 +37,6 @@ struct ActivationEstimate {
 };
 
 // claim C4 (naive), claim C5 (flash).
-ActivationEstimate estimate_activations(const ActivationDims& d, Attention attn);
+ActivationEstimate estimate_activations(const ActivationDims& d, AttentionKernel attn);
 
 }  // namespace shardlab::plan

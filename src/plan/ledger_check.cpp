@@ -3,7 +3,9 @@
 #include "plan/ledger_check.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -98,6 +100,61 @@ StepComm measured_dp_ring(const Json& rank, const std::string& where) {
 
 bool times_equals(u64 per_step, u64 steps, u64 measured) { return u128(per_step) * steps == u128(measured); }
 
+ActivationShape read_activation_shape(const Json& a) {
+  const std::string w = "model.activations";
+  ActivationShape s;
+  s.seq = need_u64(a, "seq", w);
+  s.micro_batch = need_u64(a, "micro_batch", w);
+  s.hidden = need_u64(a, "hidden", w);
+  s.heads = need_u64(a, "heads", w);
+  s.layers = need_u64(a, "layers", w);
+  s.vocab = need_u64(a, "vocab", w);
+  s.width = need_u64(a, "width", w);
+  s.stat_width = need_u64(a, "stat_width", w);
+  if (!parse_attention_kernel(need_string(a, "attention", w), &s.attention))
+    throw std::runtime_error("unknown model.activations.attention");
+  if (!parse_recompute(need_string(a, "recompute", w), &s.recompute))
+    throw std::runtime_error("unknown model.activations.recompute");
+  return s;
+}
+
+// Every saved tensor of one rank against the itemised formula, and the activation peak.
+void check_activations(const Json& rank, const LedgerCheck& c, u64 micro_batches, RankCheck* rc) {
+  const ActivationShape& s = c.activation_shape;
+  const u64 L = s.layers, twice = s.recompute == Recompute::full ? 2 : 1;
+  std::map<std::string, std::pair<u64, u64>> formula;  // item → bytes each, allocations
+  for (const ActivationItem& i : block_items(s))
+    formula[i.name] = {i.bytes, L * micro_batches * (i.name == "block.x" ? 1 : twice)};
+  for (const ActivationItem& i : head_items(s)) formula[i.name] = {i.bytes, micro_batches};
+  const Json& memory = need(rank, "memory", "rank " + std::to_string(rc->rank));
+  const Json items = memory.contains("items") ? memory.at("items") : Json::object();
+  std::map<std::string, std::pair<u64, u64>> measured;
+  for (const auto& [name, it] : items.items()) {
+    if (name.rfind("block.", 0) != 0 && name.rfind("head.", 0) != 0) continue;  // activations only
+    const std::string where = "memory.items." + name;
+    measured[name] = {it.contains("bytes_each") ? need_u64(it, "bytes_each", where) : ~u64(0),
+                      need_u64(it, "allocations", where)};
+  }
+  std::vector<std::string> names;  // the formula's order (the model's), then anything the formula lacks
+  for (const ActivationItem& i : block_items(s)) names.push_back(i.name);
+  for (const ActivationItem& i : head_items(s)) names.push_back(i.name);
+  for (const auto& [n, v] : measured)
+    if (!formula.count(n)) names.push_back(n);
+  for (const std::string& name : names) {
+    ActivationRow r;
+    r.item = name;
+    r.in_formula = formula.count(name) > 0;
+    r.in_ledger = measured.count(name) > 0;
+    if (r.in_formula) std::tie(r.formula_bytes, r.formula_allocations) = formula[name];
+    if (r.in_ledger) std::tie(r.measured_bytes, r.measured_allocations) = measured[name];
+    r.match = r.in_formula && r.in_ledger && r.formula_bytes == r.measured_bytes &&
+              r.formula_allocations == r.measured_allocations;
+    rc->activations.push_back(r);
+  }
+  rc->peak_formula = activation_peak(s, L, true);
+  rc->peak_measured = need_u64(need(memory, "activation", "memory"), "peak", "memory.activation");
+}
+
 void read_layout(const Json& j, LedgerCheck* c) {
   const Json& l = need(j, "layout", "the ledger");
   c->sharded = true;
@@ -128,12 +185,18 @@ void read_layout(const Json& j, LedgerCheck* c) {
 }
 }  // namespace
 
+bool RankCheck::activations_match() const {
+  if (peak_formula != peak_measured) return false;
+  return std::all_of(activations.begin(), activations.end(), [](const ActivationRow& r) { return r.match; });
+}
+
 bool LedgerCheck::ok() const {
   for (const LayoutRow& r : layout_rows)
     if (!r.match) return false;
   for (const RankCheck& r : ranks) {
     if (!std::all_of(r.states.begin(), r.states.end(), [](const LedgerRow& s) { return s.match; })) return false;
     if (comm_checked && !r.comm.match) return false;
+    if (activations_checked && !r.activations_match()) return false;
   }
   return !ranks.empty();
 }
@@ -149,6 +212,10 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
   const Json& model = need(j, "model", "the ledger");
   c.psi = need_u64(model, "params", "model");
   c.recipe = read_recipe(model);
+  if (model.contains("activations")) {
+    c.activations_checked = true;
+    c.activation_shape = read_activation_shape(model.at("activations"));
+  }
   if (j.contains("world_size")) c.world_size = static_cast<int>(need_u64(j, "world_size", "the ledger"));
   const Json& ranks = need(j, "ranks", "the ledger");
   if (!ranks.is_array()) throw std::runtime_error("\"ranks\" must be an array");
@@ -172,6 +239,8 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
     RankCheck rc;
     rc.rank = static_cast<int>(k);
     rc.states = check_states(*by_rank[k], states, where);
+    if (c.activations_checked)  // claims C4-C6, C27, C28: every saved tensor, exactly
+      check_activations(*by_rank[k], c, need_u64(model.at("activations"), "micro_batches", "model.activations"), &rc);
     if (c.comm_checked) {  // claims C8, C12, C14: ring bytes per step, exactly
       CommRow& m = rc.comm;
       m.formula = step_comm_bytes(c.recipe, c.psi, c.layout, k);

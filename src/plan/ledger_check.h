@@ -8,7 +8,11 @@
 // the layout gives ranks_per_node, their sum otherwise. The layout's shard_group, padded_params and
 // shard, when present, must equal the formula's G, Ψ_pad and S.
 //
-// Leaves out: activations and peaks (not exact formulas), other ops on the dp axis (e.g. the loss's
+// With "model.activations" (every run since activations are itemised): every saved tensor of every rank —
+// its bytes per layer per micro-batch and how many were allocated — and the activation peak, against
+// plan/activation_items.h, exactly.
+//
+// Leaves out: other memory peaks (workspace is not a formula), other ops on the dp axis (e.g. the loss's
 // "all_gather_value"), other axes (TP/PP/CP/EP), and the comm bytes of "mpi" runs (MPI's internal
 // traffic is not observable; those runs check model states only).
 #pragma once
@@ -17,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/activation_items.h"
 #include "plan/comm_volume.h"
 #include "plan/model_states.h"
 #include "plan/sharding.h"
@@ -41,10 +46,23 @@ struct CommRow {
   bool match = false;  // measured == formula × steps (per link kind when split)
 };
 
+// One saved activation tensor (a ledger item) of one rank: bytes per layer per micro-batch and the number
+// of allocations, formula (plan/activation_items.h) against measured.
+struct ActivationRow {
+  std::string item;
+  std::uint64_t formula_bytes = 0, measured_bytes = 0;
+  std::uint64_t formula_allocations = 0, measured_allocations = 0;
+  bool in_formula = false, in_ledger = false;
+  bool match = false;
+};
+
 struct RankCheck {
   int rank = 0;
-  std::vector<LedgerRow> states;  // one per model-state category, in ledger order
-  CommRow comm;                   // compared only when LedgerCheck::comm_checked
+  std::vector<LedgerRow> states;                      // one per model-state category, in ledger order
+  CommRow comm;                                       // compared only when LedgerCheck::comm_checked
+  std::vector<ActivationRow> activations;             // when LedgerCheck::activations_checked
+  std::uint64_t peak_formula = 0, peak_measured = 0;  // the activation peak
+  bool activations_match() const;
 };
 
 // A layout field the ledger states and the formula derives.
@@ -58,12 +76,14 @@ struct LedgerCheck {
   Recipe recipe;
   std::uint64_t psi = 0;
   int world_size = 1;
-  bool sharded = false;       // "layout" present: every rank and its comm are checked
-  Layout layout;              // sharded only
-  ShardLayout sharding;       // sharded only
-  std::uint64_t steps = 0;    // sharded only
-  std::string comm_impl;      // sharded only: "ring" | "mpi"
-  bool comm_checked = false;  // sharded ring runs
+  bool sharded = false;              // "layout" present: every rank and its comm are checked
+  Layout layout;                     // sharded only
+  ShardLayout sharding;              // sharded only
+  std::uint64_t steps = 0;           // sharded only
+  std::string comm_impl;             // sharded only: "ring" | "mpi"
+  bool comm_checked = false;         // sharded ring runs
+  bool activations_checked = false;  // the ledger describes its activations (model.activations)
+  ActivationShape activation_shape;
   std::vector<LayoutRow> layout_rows;
   std::vector<RankCheck> ranks;  // in rank order; without a layout only rank 0
   bool ok() const;               // every row of every rank (and every layout row) matches

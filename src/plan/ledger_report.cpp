@@ -118,6 +118,29 @@ void print_comm(std::ostream& out, const LedgerCheck& c) {
   }
 }
 
+// Every saved tensor of rank 0 (the other ranks: only whether they match), and the peak.
+void print_activations(std::ostream& out, const LedgerCheck& c) {
+  if (!c.activations_checked || c.ranks.empty()) return;
+  const ActivationShape& s = c.activation_shape;
+  out << "\nActivations per layer and micro-batch, rank 0 (s=" << s.seq << " b=" << s.micro_batch << " h=" << s.hidden
+      << " a=" << s.heads << " L=" << s.layers << ", w=" << s.width << " B, " << attention_name(s.attention)
+      << " attention, recompute " << recompute_name(s.recompute) << "; plan/activation_items.h)\n";
+  Table t({"item", "formula B", "measured B", "allocations", "measured", "match"});
+  for (const ActivationRow& r : c.ranks[0].activations)
+    t.row({r.item, r.in_formula ? commas(r.formula_bytes) : "-", r.in_ledger ? commas(r.measured_bytes) : "-",
+           r.in_formula ? commas(r.formula_allocations) : "-", r.in_ledger ? commas(r.measured_allocations) : "-",
+           r.match ? "yes" : "NO"});
+  t.print(out);
+  const RankCheck& r0 = c.ranks[0];
+  out << "  activation peak: formula " << commas(r0.peak_formula) << " B, measured " << commas(r0.peak_measured) << " B"
+      << (r0.peak_formula == r0.peak_measured ? "" : "  MISMATCH") << "\n";
+  int bad = 0;
+  for (const RankCheck& rc : c.ranks) bad += !rc.activations_match();
+  if (c.ranks.size() > 1)
+    out << "  ranks 1.." << c.ranks.size() - 1 << ": "
+        << (bad ? std::to_string(bad) + " rank(s) differ" : "the same, every item") << "\n";
+}
+
 void print_result(std::ostream& out, const LedgerCheck& c) {
   if (c.ok()) {
     if (!c.sharded)
@@ -136,6 +159,18 @@ void print_result(std::ostream& out, const LedgerCheck& c) {
     for (const LedgerRow& r : rc.states)
       if (!r.match)
         out << " " << who << mem_name(r.category) << " (measured " << signed_diff(r.measured, r.formula) << " B)";
+    if (c.activations_checked && !rc.activations_match()) {
+      for (const ActivationRow& r : rc.activations)
+        if (!r.match)
+          out << " " << who << r.item
+              << (!r.in_ledger    ? " (missing from the ledger)"
+                  : !r.in_formula ? " (not in the formula)"
+                                  : " (measured " + signed_diff(r.measured_bytes, r.formula_bytes) + " B, " +
+                                        std::to_string(r.measured_allocations) + " allocations for " +
+                                        std::to_string(r.formula_allocations) + ")");
+      if (rc.peak_formula != rc.peak_measured)
+        out << " " << who << "activation peak (measured " << signed_diff(rc.peak_measured, rc.peak_formula) << " B)";
+    }
     if (c.comm_checked && !rc.comm.match) {
       const LinkBytes f = rc.comm.formula.total(), m = rc.comm.measured.total();
       out << " " << who << "comm (over the run, measured ";
@@ -161,6 +196,7 @@ int print_ledger_check(std::ostream& out, const std::string& path, const LedgerC
     print_states(out, c);
     print_comm(out, c);
   }
+  print_activations(out, c);
   print_result(out, c);
   return c.ok() ? 0 : 1;
 }

@@ -83,9 +83,9 @@ void print_variants(std::ostream& out, const Recipe& chosen, u64 psi) {
          "  at 1 byte); real 8-bit Adam keeps m, v at 1 B and the master as configured: 2 to 6 B.\n\n";
 }
 
-void print_activations(std::ostream& out, const ActivationDims& d, Attention chosen, u64 model_bytes) {
-  const ActivationEstimate naive = estimate_activations(d, Attention::naive);
-  const ActivationEstimate flash = estimate_activations(d, Attention::flash);
+void print_activations(std::ostream& out, const ActivationDims& d, AttentionKernel chosen, u64 model_bytes) {
+  const ActivationEstimate naive = estimate_activations(d, AttentionKernel::naive);
+  const ActivationEstimate flash = estimate_activations(d, AttentionKernel::flash);
   const Unit u = unit_for(std::max(naive.total, model_bytes));
   const u64 sbh = d.seq * d.micro_batch * d.hidden;
   out << "Activations per layer ≈ s·b·h·(34 + 5·a·s/h) bytes, 2-byte activations (claims C4, C5)\n"
@@ -93,14 +93,14 @@ void print_activations(std::ostream& out, const ActivationDims& d, Attention cho
       << ": s·b·h = " << commas(sbh) << ", 5·a·s/h = " << shortest(5.0L * d.heads * d.seq / d.hidden)
       << "; * = --attention\n";
   Table t({"attention", "linear/layer", "quadratic/layer", "per layer", "× L", "whole model"});
-  for (const auto& [a, e] : {std::pair{Attention::naive, naive}, std::pair{Attention::flash, flash}})
+  for (const auto& [a, e] : {std::pair{AttentionKernel::naive, naive}, std::pair{AttentionKernel::flash, flash}})
     t.row({std::string(a == chosen ? "* " : "  ") + attention_name(a), in_unit(e.linear_per_layer, u),
            in_unit(e.quadratic_per_layer, u), in_unit(e.per_layer, u), std::to_string(d.layers), in_unit(e.total, u)});
   t.print(out);
   out << "\nOne GPU, no parallelism: model states + activations (claim C6: only activations move with b, s,\n"
          "attention kernel and recompute)\n";
   Table m({"attention", "model states", "activations", "total"});
-  for (const auto& [a, e] : {std::pair{Attention::naive, naive}, std::pair{Attention::flash, flash}})
+  for (const auto& [a, e] : {std::pair{AttentionKernel::naive, naive}, std::pair{AttentionKernel::flash, flash}})
     m.row({std::string(a == chosen ? "* " : "  ") + attention_name(a), in_unit(model_bytes, u), in_unit(e.total, u),
            in_unit(model_bytes + e.total, u)});
   m.print(out);

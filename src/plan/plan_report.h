@@ -32,7 +32,7 @@ struct PlanRequest {
   ActivationDims act;
   std::uint64_t params = 0;  // --params, 0 if absent
   Recipe recipe;
-  Attention attention = Attention::naive;
+  AttentionKernel attention = AttentionKernel::naive;
   bool sharding = false;  // a data-parallel layout was given
   ShardingRequest dp;
   std::uint64_t psi() const { return preset_given ? preset.psi : (params ? params : gpt_param_count(gpt)); }

@@ -213,10 +213,10 @@ void print_c8(std::ostream& out, const Recipe& r, u64 psi, const Layout& l, cons
 }
 
 void print_c16(std::ostream& out, const Recipe& r, u64 psi, const Layout& l, const ActivationDims& act,
-               Attention attention) {
-  const ActivationEstimate naive = estimate_activations(act, Attention::naive);
-  const ActivationEstimate flash = estimate_activations(act, Attention::flash);
-  const ActivationEstimate& mine = attention == Attention::flash ? flash : naive;
+               AttentionKernel attention) {
+  const ActivationEstimate naive = estimate_activations(act, AttentionKernel::naive);
+  const ActivationEstimate flash = estimate_activations(act, AttentionKernel::flash);
+  const ActivationEstimate& mine = attention == AttentionKernel::flash ? flash : naive;
   const u64 states = per_rank_model_state_bytes(r, psi, l).total();
   auto own = [](u64 b) { return in_unit(b, unit_for(b)); };
   out << "Activations per rank are unchanged by DP/ZeRO/FSDP (claim C16): each rank still runs whole\n"
@@ -229,7 +229,7 @@ void print_c16(std::ostream& out, const Recipe& r, u64 psi, const Layout& l, con
 }  // namespace
 
 void print_sharding(std::ostream& out, const Recipe& r, std::uint64_t psi, const ShardingRequest& q,
-                    const ActivationDims& act, Attention attention) {
+                    const ActivationDims& act, AttentionKernel attention) {
   print_header(out, psi, q);
   print_chosen_states(out, r, psi, q.layout);
   print_side_by_side(out, r, psi, q);

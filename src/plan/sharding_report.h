@@ -26,6 +26,6 @@ struct ShardingRequest {
 };
 
 void print_sharding(std::ostream& out, const Recipe& r, std::uint64_t psi, const ShardingRequest& q,
-                    const ActivationDims& act, Attention attention);
+                    const ActivationDims& act, AttentionKernel attention);
 
 }  // namespace shardlab::plan

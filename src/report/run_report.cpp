@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "core/flops.h"
 #include "io/files.h"
 #include "report/format.h"
 
@@ -35,8 +36,14 @@ std::vector<std::string> gather_strings(const std::string& mine, Communicator& w
 void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params, const RunLayout& layout,
                        const MemoryLedger& memory, const CommLedger& comm, const CommLedger& eval_comm,
                        const CommLedger& checkpoint_comm, Communicator& world) {
+  const FlopCounter& f = flop_counter();  // FLOPs of this rank's GEMMs, by phase (core/flops.h)
+  const nlohmann::json flops = {{"block_forward", f[Flop::block_forward]},
+                                {"block_backward", f[Flop::block_backward]},
+                                {"block_recompute", f[Flop::block_recompute]},
+                                {"other", f[Flop::other]}};
   nlohmann::json mine = {{"rank", world.rank()},
                          {"memory", memory.to_json()},
+                         {"flops", flops},
                          {"comm", comm.to_json()},
                          {"comm_eval", eval_comm.to_json(200)},
                          {"comm_checkpoint", checkpoint_comm.to_json(200)}};
@@ -44,13 +51,30 @@ void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t p
   if (world.rank() != 0) return;
   nlohmann::json j;
   j["world_size"] = world.size();
+  // What the activations were: plan --ledger checks every saved tensor against plan/activation_items.h.
+  const bool f64 = cfg.dtype == "f64";
+  const nlohmann::json activations = {{"seq", cfg.model.seq},
+                                      {"micro_batch", cfg.micro_batch},
+                                      {"hidden", cfg.model.hidden},
+                                      {"heads", cfg.model.heads},
+                                      {"layers", cfg.model.layers},
+                                      {"vocab", cfg.model.vocab},
+                                      {"width", cfg.mixed == "bf16" ? 2
+                                                : f64               ? 8
+                                                                    : 4},
+                                      {"stat_width", f64 ? 8 : 4},
+                                      {"attention", cfg.attention},
+                                      {"recompute", cfg.recompute},
+                                      {"dropout", cfg.model.dropout},
+                                      {"micro_batches", layout.accum * layout.steps}};
   j["model"] = {{"params", params},
                 {"dtype", cfg.dtype},
                 {"mixed", cfg.mixed},
                 {"optimizer", cfg.optimizer},
                 {"grad_accum_dtype", cfg.grad_accum_dtype},
                 {"master", cfg.master},
-                {"momentum", cfg.momentum}};
+                {"momentum", cfg.momentum},
+                {"activations", activations}};
   j["layout"] = {{"dp", layout.dp},
                  {"strategy", strategy_name(layout.strategy)},
                  {"shard_group", layout.shards.group},

@@ -2,7 +2,7 @@
 // and the number `shardlab eval` prints.
 #pragma once
 #include "io/data.h"
-#include "model/gpt.h"
+#include "model/model_chunk.h"
 #include "report/progress.h"
 
 namespace shardlab {
@@ -10,8 +10,9 @@ namespace shardlab {
 // Mean per-token loss over the first min(max_windows, available) windows of `part`; max_windows ≤ 0 = all.
 // Every rank of a layout runs the same windows (so sharded weights are gathered in step). With a
 // progress display (`shardlab eval` of a large file), each batch of windows reports its running mean.
+// The model must hold the whole GPT (embedding to head).
 template <class T>
-double evaluate_windows(GPT<T>& model, UnitAccess<T>& weights, const TextData& data, int max_windows,
+double evaluate_windows(ModelChunk<T>& model, UnitAccess<T>& weights, const TextData& data, int max_windows,
                         TextData::Part part = TextData::Part::validation, Progress* progress = nullptr);
 
 }  // namespace shardlab

@@ -36,6 +36,11 @@ void add_train_flags(Flags& f, TrainConfig& c) {
   f.choice("--mixed", c.mixed, {"none", "bf16"}, "bf16: bf16 params and grads, fp32 optimizer states");
   f.choice("--grad-accum-dtype", c.grad_accum_dtype, {"bf16", "fp32"}, "gradient storage with --mixed bf16");
   f.choice("--master", c.master, {"fp32", "none"}, "fp32 master weights with --mixed bf16");
+  f.group("Activations");
+  f.choice("--attention", c.attention, {"naive", "flash"},
+           "attention kernel: naive keeps the s×s probabilities, flash only a log-sum-exp");
+  f.choice("--recompute", c.recompute, {"none", "selective", "full"},
+           "recompute in backward: selective the attention probabilities, full each block's forward");
   f.group("Layout");
   f.add("--dp", c.dp, "data-parallel ranks (0: the whole world)");
   f.add("--zero", c.zero, "ZeRO stage 0 | 1 | 2 | 3");
@@ -128,6 +133,14 @@ std::string validate_world(const TrainConfig& cfg, int world) {
     return "--ranks-per-node " + std::to_string(cfg.ranks_per_node) + " does not divide the world size " +
            std::to_string(world);
   return "";
+}
+
+ActivationPolicy TrainConfig::activation_policy() const {
+  ActivationPolicy p;
+  p.bf16 = mixed == "bf16";
+  parse_recompute(recompute, &p.recompute);
+  parse_attention_kernel(attention, &p.attention);
+  return p;
 }
 
 nlohmann::json TrainConfig::to_json() const {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/activation_policy.h"
 #include "model/config.h"
 
 namespace shardlab {
@@ -36,6 +37,9 @@ struct TrainConfig {
   std::string mixed = "none";             // none | bf16
   std::string grad_accum_dtype = "bf16";  // bf16 | fp32 (with --mixed bf16)
   std::string master = "fp32";            // fp32 | none (with --mixed bf16)
+  // activations
+  std::string attention = "naive";  // naive | flash
+  std::string recompute = "none";   // none | selective | full
   // run
   uint64_t seed = 1234;
   int steps = 300;
@@ -65,6 +69,7 @@ struct TrainConfig {
   std::string run_id;
 
   int accumulation_steps() const { return global_batch / micro_batch; }
+  ActivationPolicy activation_policy() const;
   nlohmann::json to_json() const;
   static TrainConfig from_json(const nlohmann::json& j);  // inverse of to_json; throws on a bad config
   std::string to_toml() const;                            // what --config reads

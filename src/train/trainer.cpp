@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "comm/process_grid.h"
-#include "model/gpt.h"
+#include "model/model_chunk.h"
 #include "optim/lr_schedule.h"
 #include "parallel/data_parallel.h"
 #include "train/evaluate.h"
@@ -47,7 +47,8 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
   const int dp = grid.size(Axis::dp), dp_rank = grid.coord(Axis::dp);
   ParamLayout layout(cfg.model);
   DataParallel<T> engine(cfg, layout, grid, ledgers.memory, ledgers.trace);
-  GPT<T> model(cfg.model, layout, cfg.micro_batch, ledgers.memory);
+  ModelChunk<T> model(cfg.model, layout, ChunkSpec::whole(cfg.model), cfg.micro_batch, cfg.activation_policy(),
+                      ledgers.memory);
   if (resume_step > 0) engine.load_checkpoint(cfg.resume);
 
   const int B = cfg.micro_batch, Tn = cfg.model.seq;
@@ -74,9 +75,10 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
       // This rank's samples of the global batch: [dp_rank·per_rank, (dp_rank+1)·per_rank), B at a time.
       const uint64_t first = static_cast<uint64_t>(dp_rank) * per_rank + static_cast<uint64_t>(k) * B;
       data.train_batch(cfg.seed, step, first, B, inputs.data(), targets.data());
-      engine.begin_micro_batch(k == accum - 1);
-      local_loss += model.forward(engine, inputs.data(), targets.data(), true, {cfg.seed, uint64_t(step), first});
-      model.backward(engine, loss_scale);
+      local_loss +=
+          model.forward(MicroBatch{k, B, inputs.data(), targets.data(), {cfg.seed, uint64_t(step), first}}, engine);
+      engine.begin_backward(k == accum - 1);
+      model.backward(k, engine, loss_scale);
     }
     engine.finish_gradients();
     const double loss = engine.sum_over_ranks(local_loss) / tokens_per_step;
@@ -98,7 +100,9 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     std::optional<double> val;
     if (cfg.eval_windows > 0 && ((cfg.eval_every > 0 && step % cfg.eval_every == 0) || step == cfg.steps)) {
       engine.set_comm_ledger(&ledgers.comm_eval);  // evaluation's gathers (ZeRO-3) are not training's traffic
+      ledgers.memory.pause_items(true);            // nor are its activations training's items
       val = evaluate_windows(model, static_cast<UnitAccess<T>&>(engine), data, cfg.eval_windows);
+      ledgers.memory.pause_items(false);
       engine.set_comm_ledger(&ledgers.comm);
     }
     outputs.step_done({step, loss, gnorm, lr, ms, val});

@@ -144,7 +144,7 @@ StepResult run_step(const TrainConfig& base, const Variant& v, int ranks_per_nod
   r.strategy = strategy_name(engine.strategy());
   r.shards = engine.shards();
   engine.begin_step();
-  engine.begin_micro_batch(true);
+  engine.begin_backward(true);
   const double local = model.forward(engine, batch.inputs.data() + first * T, batch.targets.data() + first * T, true,
                                      {cfg.seed, uint64_t(kStep), first});
   model.backward(engine, 1.0 / tokens);
@@ -514,7 +514,7 @@ TEST_CASE("data parallel: model-state bytes per rank equal the planner's formula
       const Batch batch = make_batch(N, cfg.model.seq, cfg.model.vocab);
       const int r = grid.coord(Axis::dp), T = cfg.model.seq;
       engine.begin_step();
-      engine.begin_micro_batch(true);
+      engine.begin_backward(true);
       model.forward(engine, batch.inputs.data() + r * T, batch.targets.data() + r * T, true,
                     {cfg.seed, uint64_t(kStep), uint64_t(r)});
       model.backward(engine, 1.0f / float(N * T));

@@ -129,7 +129,7 @@ TEST_CASE("C3 and friends: bytes per parameter of every recipe", "[plan]") {
 
 TEST_CASE("C4: 7B activations 0.285 + 0.671 = 0.956 GB per layer, 30.6 GB, ~122 GB at b=4", "[plan]") {
   ActivationDims d{4096, 32, 32, 2048, 1};  // h, L, a, s, b
-  const ActivationEstimate e = estimate_activations(d, Attention::naive);
+  const ActivationEstimate e = estimate_activations(d, AttentionKernel::naive);
   CHECK(2048ULL * 1 * 4096 == 8388608ULL);  // sbh ≈ 8.39e6
   CHECK(e.linear_per_layer == 34ULL * 8388608ULL);
   CHECK(e.quadratic_per_layer == 80ULL * 8388608ULL);  // 5·a·s/h = 80
@@ -139,13 +139,13 @@ TEST_CASE("C4: 7B activations 0.285 + 0.671 = 0.956 GB per layer, 30.6 GB, ~122 
   CHECK(e.total / 1e9 == Approx(30.6).margin(0.05));
   CHECK(e.total == 32 * e.per_layer);
   d.micro_batch = 4;
-  const ActivationEstimate e4 = estimate_activations(d, Attention::naive);
+  const ActivationEstimate e4 = estimate_activations(d, AttentionKernel::naive);
   CHECK(e4.total / 1e9 == Approx(122).margin(0.5));
   CHECK(e4.total > 112 * kGB);  // exceeds the model states
 }
 
 TEST_CASE("C5: flash attention drops the s² term, ~9 GB for 32 layers", "[plan]") {
-  const ActivationEstimate f = estimate_activations(ActivationDims{4096, 32, 32, 2048, 1}, Attention::flash);
+  const ActivationEstimate f = estimate_activations(ActivationDims{4096, 32, 32, 2048, 1}, AttentionKernel::flash);
   CHECK(f.quadratic_per_layer == 0);
   CHECK(f.per_layer / 1e9 == Approx(0.285).margin(0.0005));
   CHECK(f.total / 1e9 == Approx(9).margin(0.2));

@@ -1,5 +1,5 @@
-// Names of the activation policies (see activation_record.h).
-#include "model/activation_record.h"
+// Names of the activation policies (see activation_policy.h).
+#include "model/activation_policy.h"
 
 namespace shardlab {
 

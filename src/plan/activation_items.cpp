@@ -1,0 +1,117 @@
+// plan/activation_items.cpp — the itemised activations (see activation_items.h).
+#include "plan/activation_items.h"
+
+#include <algorithm>
+
+#include "report/format.h"
+
+namespace shardlab::plan {
+
+namespace {
+using u64 = std::uint64_t;
+
+ActivationItem item(const char* name, const char* what, const char* formula, u64 elements, u64 width, bool kept) {
+  return ActivationItem{name, what, formula, elements, elements * width, kept};
+}
+}  // namespace
+
+std::vector<ActivationItem> block_items(const ActivationShape& s) {
+  const u64 R = s.seq * s.micro_batch, h = s.hidden, w = s.width, ws = s.stat_width;
+  const bool all = s.recompute != Recompute::full;  // full recompute keeps only the input
+  std::vector<ActivationItem> v;
+  v.push_back(item("block.x", "block input: LN1's input and the first residual", "s·b·h · w", R * h, w, true));
+  v.push_back(item("block.ln1", "LN1 output: the QKV projection's input", "s·b·h · w", R * h, w, all));
+  v.push_back(item("block.ln1_mean", "LN1 mean per token", "s·b · w_s", R, ws, all));
+  v.push_back(item("block.ln1_rstd", "LN1 1/std per token", "s·b · w_s", R, ws, all));
+  v.push_back(item("block.qkv", "Q, K, V: the attention core's input", "3·s·b·h · w", 3 * R * h, w, all));
+  if (s.attention == AttentionKernel::naive && s.recompute != Recompute::selective)
+    v.push_back(item("block.probs", "softmax(QKᵀ/√d): the s² term", "a·s²·b · w", s.heads * s.seq * R, w, all));
+  if (s.attention == AttentionKernel::flash)
+    v.push_back(item("block.lse", "flash: log-sum-exp per row", "a·s·b · w_s", s.heads * R, ws, all));
+  v.push_back(item("block.atty", "attention output: W^O's input", "s·b·h · w", R * h, w, all));
+  v.push_back(item("block.resid_mid", "after residual 1: LN2's input", "s·b·h · w", R * h, w, all));
+  v.push_back(item("block.ln2", "LN2 output: the fc input", "s·b·h · w", R * h, w, all));
+  v.push_back(item("block.ln2_mean", "LN2 mean per token", "s·b · w_s", R, ws, all));
+  v.push_back(item("block.ln2_rstd", "LN2 1/std per token", "s·b · w_s", R, ws, all));
+  v.push_back(item("block.fc", "fc output: GELU's input", "4·s·b·h · w", 4 * R * h, w, all));
+  v.push_back(item("block.gelu", "GELU output: fc-proj's input", "4·s·b·h · w", 4 * R * h, w, all));
+  return v;
+}
+
+std::vector<ActivationItem> head_items(const ActivationShape& s) {
+  const u64 R = s.seq * s.micro_batch, h = s.hidden, w = s.width, ws = s.stat_width;
+  return {item("head.x", "last block's output: LN_f's input", "s·b·h · w", R * h, w, true),
+          item("head.lnf", "final LN output: the LM head's input", "s·b·h · w", R * h, w, true),
+          item("head.lnf_mean", "final LN mean per token", "s·b · w_s", R, ws, true),
+          item("head.lnf_rstd", "final LN 1/std per token", "s·b · w_s", R, ws, true),
+          item("head.probs", "softmax over the vocabulary (the loss)", "s·b·V · w_s", R * s.vocab, ws, true)};
+}
+
+u64 kept_block_bytes(const ActivationShape& s) {
+  u64 b = 0;
+  for (const ActivationItem& i : block_items(s))
+    if (i.kept) b += i.bytes;
+  return b;
+}
+
+u64 activation_peak(const ActivationShape& s, u64 blocks, bool head) {
+  const std::vector<ActivationItem> items = block_items(s);
+  u64 x = 0, rest = 0;  // a block's input; the rest of its record
+  for (const ActivationItem& i : items) (i.name == "block.x" ? x : rest) += i.bytes;
+  u64 head_rest = 0;
+  for (const ActivationItem& i : head_items(s))
+    if (i.name != "head.x") head_rest += i.bytes;
+  const bool full = s.recompute == Recompute::full;
+  u64 alive = 0, peak = 0;
+  auto add = [&](u64 b) { peak = std::max(peak, alive += b); };
+  add(x);  // block 0's input (the embedding's output)
+  for (u64 l = 0; l < blocks; ++l) {
+    add(rest);                           // the record, as the block's forward allocates it
+    if (l + 1 < blocks || head) add(x);  // the next block's (or the head's) input
+    if (full) alive -= rest;             // full recompute keeps only the input
+  }
+  if (head) {
+    add(head_rest);
+    alive -= head_rest + x;  // the head's backward frees its record
+  }
+  for (u64 l = blocks; l-- > 0;) {
+    if (full) add(rest);  // the record again, recomputed
+    alive -= rest + x;    // the block's backward frees its record
+  }
+  return peak;
+}
+
+u64 chapter_block_bytes(const ActivationShape& s) {
+  return 34 * s.seq * s.micro_batch * s.hidden + 5 * s.heads * s.seq * s.seq * s.micro_batch;
+}
+
+std::vector<std::string> differences_from_chapter(const ActivationShape& s) {
+  std::vector<std::string> d;
+  if (s.width != 2)
+    d.push_back("activations are stored in " + std::to_string(s.width) +
+                " bytes here (the chapter assumes 2: --mixed bf16 stores them as bf16)");
+  d.push_back(
+      "no dropout mask is stored: masks are regenerated from the counter-based RNG in backward (the chapter "
+      "counts 1 byte per element: s·b·h after attention, s·b·h after the MLP" +
+      std::string(s.attention == AttentionKernel::naive ? ", a·s²·b on the probabilities)" : ")") +
+      (s.dropout > 0 ? "" : "; dropout is off in this run, but the chapter's formula counts them"));
+  if (s.attention == AttentionKernel::naive && s.recompute != Recompute::selective)
+    d.push_back(
+        "the dropped-out probabilities are not stored: backward applies the regenerated mask to the kept "
+        "probabilities (the chapter's 2·a·s²·b)");
+  d.push_back("LayerNorm keeps its mean and 1/std per token (4·s·b numbers per layer in w_s = " +
+              std::to_string(s.stat_width) + " bytes), which the chapter's formula leaves out");
+  if (s.attention == AttentionKernel::flash)
+    d.push_back(
+        "flash attention keeps no s² tensor (the chapter's 5·a·s²·b is gone, claim C5) but a log-sum-exp per "
+        "(sample, head, position): a·s·b numbers");
+  if (s.recompute == Recompute::selective)
+    d.push_back("selective recompute keeps no probabilities: backward recomputes them from Q and K (claim C28)");
+  if (s.recompute == Recompute::full)
+    d.push_back(
+        "full recompute keeps only each block's input, s·b·h · w (Korthikanti et al.: 2·s·b·h); the "
+        "block's forward runs again in backward (claim C27)");
+  return d;
+}
+
+}  // namespace shardlab::plan
