@@ -17,3 +17,21 @@ awk -v a="$one" -v b="$two" 'BEGIN {printf "  1 rank %s tokens/s, 2 ranks %s tok
 echo
 echo "ring all-reduce vs MPI_Allreduce, 2 ranks, f32 payloads. Target ring ≥ 0.8× MPI"
 bash scripts/mpirun.sh -np 2 build/shardlab ring --sizes-mb 1,4,16,64 --repeat 5
+
+echo
+echo "activation recompute, L4 H256 A4 S512 B4: step time against none. Target: full ≤ 1.4× none"
+step_ms() { sed -n 's/.*(\([0-9.]*\) ms\/step.*/\1/p'; }
+RC="--layers 4 --hidden 256 --heads 4 --seq 512 --micro-batch 4 --steps 4"
+none=$(build/shardlab bench $RC --recompute none | step_ms)
+for rc in none selective full; do
+  t=$(build/shardlab bench $RC --recompute $rc | step_ms)
+  awk -v rc=$rc -v t=$t -v n=$none 'BEGIN {printf "  %-10s %8.1f ms/step  %.2f× none\n", rc, t, t / n}'
+done
+
+echo
+echo "flash vs naive attention, L4 H256 A4 B4: step time. Target: flash not slower than naive at S ≥ 512"
+for s in 256 512 1024; do
+  n=$(build/shardlab bench --layers 4 --hidden 256 --heads 4 --seq $s --micro-batch 4 --steps 3 --attention naive | step_ms)
+  f=$(build/shardlab bench --layers 4 --hidden 256 --heads 4 --seq $s --micro-batch 4 --steps 3 --attention flash | step_ms)
+  awk -v s=$s -v n=$n -v f=$f 'BEGIN {printf "  S=%-5d naive %8.1f ms  flash %8.1f ms  flash/naive %.2f\n", s, n, f, f / n}'
+done

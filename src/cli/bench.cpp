@@ -59,7 +59,7 @@ Timing time_steps(const TrainConfig& cfg) {
   const GPTConfig& m = cfg.model;
   ParamLayout layout(m);
   ModelStates<T> states(cfg, layout, ledger);
-  GPT<T> model(m, layout, cfg.micro_batch, ledger);
+  GPT<T> model(m, layout, cfg.micro_batch, ledger, cfg.activation_policy());
   const int B = cfg.micro_batch, Tn = m.seq;
   std::vector<int32_t> in(size_t(B) * Tn), tg(size_t(B) * Tn);
   RngStream r = rng_stream(cfg.seed, "bench-tokens");
@@ -106,9 +106,11 @@ int bench_command(const CommandArgs& args, const Runtime& rt) {
   const double g_shape = gemm_gflops(f64, B * T, 4 * m.hidden, m.hidden), g_square = gemm_gflops(f64, 1024, 1024, 1024);
   const double best = std::max(g_shape, g_square);
   const char* gemm_name = f64 ? "dgemm" : "sgemm";
-  std::printf("config L%d H%d A%d S%d B%d (%zu params, %s; model states %.0f B/param from the ledger)\n", m.layers,
-              m.hidden, m.heads, T, B, layout.total(), cfg.mixed == "bf16" ? "mixed bf16" : cfg.dtype.c_str(),
-              double(t.model_state_bytes) / layout.total());
+  std::printf(
+      "config L%d H%d A%d S%d B%d (%zu params, %s; model states %.0f B/param from the ledger; %s attention, "
+      "recompute %s)\n",
+      m.layers, m.hidden, m.heads, T, B, layout.total(), cfg.mixed == "bf16" ? "mixed bf16" : cfg.dtype.c_str(),
+      double(t.model_state_bytes) / layout.total(), cfg.attention.c_str(), cfg.recompute.c_str());
   std::printf("  training    %9.0f tokens/s   %7.2f GFLOP/s   (%.1f ms/step over %d steps, %.2f MFLOP/token)\n",
               tokens / sec, model_gflops, 1e3 * sec / cfg.steps, cfg.steps, flops_per_token / 1e6);
   std::printf("  %s       %7.2f GFLOP/s on %d×%d×%d (the model's MLP shape), %7.2f GFLOP/s on 1024³\n", gemm_name,

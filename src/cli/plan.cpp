@@ -23,10 +23,10 @@ struct Fail {
 // The flags' values as given; strings for the enumerations, parsed below with plan's own words.
 struct PlanFlags {
   std::string preset, ledger, optimizer = "adamw", mixed = "bf16", dtype = "f32", grad_accum = "bf16", master = "fp32",
-                              attention = "naive", zero = "0", fsdp = "no_shard";
+                              attention = "naive", recompute = "none", zero = "0", fsdp = "no_shard";
   u64 layers = 4, hidden = 128, heads = 4, seq = 64, vocab = 256, params = 0, micro_batch = 1;
   u64 dp = 1, ranks_per_node = 0, accum = 1;
-  double momentum = 0.9, intra_gbps = 300, inter_gbps = 25;
+  double momentum = 0.9, intra_gbps = 300, inter_gbps = 25, dropout = 0;
 };
 
 void define(Flags& f, PlanFlags& v) {
@@ -48,6 +48,8 @@ void define(Flags& f, PlanFlags& v) {
   f.choice("--grad-accum-dtype", v.grad_accum, {"bf16", "fp32"}, "gradient storage with mixed bf16");
   f.choice("--master", v.master, {"fp32", "none"}, "master weights with mixed bf16");
   f.choice("--attention", v.attention, {"naive", "flash"}, "attention kernel of the activation estimate");
+  f.choice("--recompute", v.recompute, {"none", "selective", "full"}, "what the blocks recompute in backward");
+  f.add("--dropout", v.dropout, "dropout probability (masks are never stored: shown beside the chapter's count)");
   f.group("Data-parallel layout (with --dp)");
   f.add("--dp", v.dp, "data-parallel ranks N");
   f.choice("--zero", v.zero, {"0", "1", "2", "3"}, "ZeRO stage");
@@ -133,6 +135,9 @@ PlanRequest request(const Flags& f, const PlanFlags& v) {
   parse_grad_accum(v.grad_accum, &o.recipe.grad_accum);
   parse_master(v.master, &o.recipe.master);
   parse_attention_kernel(v.attention, &o.attention);
+  parse_recompute(v.recompute, &o.recompute);
+  if (!(v.dropout >= 0 && v.dropout < 1)) throw Fail{"--dropout must be in [0, 1)"};
+  o.dropout = v.dropout;
   if (has("--dtype") && o.recipe.dtype == Dtype::f64) {  // bf16 mixed precision computes in f32
     if (has("--mixed") && o.recipe.mixed == Mixed::bf16) throw Fail{"--mixed bf16 computes in f32; drop --dtype f64"};
     o.recipe.mixed = Mixed::none;
@@ -175,10 +180,30 @@ int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostre
   try {
     if (r.kind == ParseResult::error) throw Fail{r.message};
     if (flags.given("--ledger")) {
-      for (const char* n : {"--preset",           "--layers",      "--hidden",     "--heads",     "--seq",   "--vocab",
-                            "--params",           "--micro-batch", "--optimizer",  "--momentum",  "--mixed", "--dtype",
-                            "--grad-accum-dtype", "--master",      "--attention",  "--dp",        "--zero",  "--fsdp",
-                            "--ranks-per-node",   "--accum",       "--intra-gbps", "--inter-gbps"})
+      for (const char* n : {"--preset",
+                            "--layers",
+                            "--hidden",
+                            "--heads",
+                            "--seq",
+                            "--vocab",
+                            "--params",
+                            "--micro-batch",
+                            "--optimizer",
+                            "--momentum",
+                            "--mixed",
+                            "--dtype",
+                            "--grad-accum-dtype",
+                            "--master",
+                            "--attention",
+                            "--recompute",
+                            "--dropout",
+                            "--dp",
+                            "--zero",
+                            "--fsdp",
+                            "--ranks-per-node",
+                            "--accum",
+                            "--intra-gbps",
+                            "--inter-gbps"})
         if (flags.given(n)) throw Fail{std::string("--ledger takes the recipe and params from the ledger; drop ") + n};
       return run_ledger(v.ledger, out, err);
     }

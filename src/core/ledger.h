@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/buffer_pool.h"
+
 namespace shardlab {
 
 enum class Mem { param, grad, master, adam_m, adam_v, momentum, activation, comm_buffer, workspace, count };
@@ -77,20 +79,21 @@ size_t alignment_phase(size_t g) {
   return g % (kBufferAlign / sizeof(T));
 }
 
-// An owned, zero-initialised array whose bytes are booked in a ledger. Element 0 starts `phase`
-// elements into a 64-byte aligned line (0: aligned).
+// An owned array whose bytes are booked in a ledger, zero-initialised unless `zero` is false (for a
+// tensor that is written whole before it is read). Element 0 starts `phase` elements into a 64-byte
+// aligned line (0: aligned). Memory comes from the buffer pool (buffer_pool.h).
 template <class T>
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(MemoryLedger& ledger, Mem cat, size_t n, size_t phase = 0, const char* item = nullptr)
+  Buffer(MemoryLedger& ledger, Mem cat, size_t n, size_t phase = 0, const char* item = nullptr, bool zero = true)
       : ledger_(&ledger), cat_(cat), item_(item), n_(n) {
     if (n_ == 0) return;
-    size_t bytes = ((n_ + phase) * sizeof(T) + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
-    base_ = std::aligned_alloc(kBufferAlign, bytes);
+    block_ = ((n_ + phase) * sizeof(T) + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
+    base_ = pool_allocate(block_);
     if (!base_) throw std::bad_alloc();
     data_ = static_cast<T*>(base_) + phase;
-    std::memset(static_cast<void*>(data_), 0, n_ * sizeof(T));
+    if (zero) std::memset(static_cast<void*>(data_), 0, n_ * sizeof(T));
     if (!ledger_->allocate(cat_, n_ * sizeof(T), item_)) item_ = nullptr;
   }
   ~Buffer() { reset(); }  // noexcept: the ledger never throws on release
@@ -108,7 +111,7 @@ class Buffer {
   void reset() noexcept {
     if (data_) {
       ledger_->release(cat_, n_ * sizeof(T), item_);
-      std::free(base_);
+      pool_release(base_, block_);
     }
     base_ = nullptr;
     data_ = nullptr;
@@ -130,13 +133,15 @@ class Buffer {
     std::swap(cat_, o.cat_);
     std::swap(item_, o.item_);
     std::swap(base_, o.base_);
+    std::swap(block_, o.block_);
     std::swap(data_, o.data_);
     std::swap(n_, o.n_);
   }
   MemoryLedger* ledger_ = nullptr;
   Mem cat_ = Mem::workspace;
   const char* item_ = nullptr;
-  void* base_ = nullptr;  // what aligned_alloc returned
+  void* base_ = nullptr;  // the pool's block
+  size_t block_ = 0;      // its bytes
   T* data_ = nullptr;
   size_t n_ = 0;
 };

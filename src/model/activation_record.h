@@ -26,10 +26,10 @@ class Saved {
  public:
   Saved() = default;
   Saved(MemoryLedger& ledger, const char* item, size_t n, bool half) : half_(half) {
-    if (half)
-      h_ = Buffer<bf16>(ledger, Mem::activation, n, 0, item);
+    if (half)  // not zeroed: every saved tensor is written whole before it is read
+      h_ = Buffer<bf16>(ledger, Mem::activation, n, 0, item, false);
     else
-      t_ = Buffer<T>(ledger, Mem::activation, n, 0, item);
+      t_ = Buffer<T>(ledger, Mem::activation, n, 0, item, false);
   }
   bool exists() const { return h_.size() + t_.size() > 0; }
   bool half() const { return half_; }

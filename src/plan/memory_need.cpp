@@ -1,8 +1,8 @@
-// plan/memory_need.cpp — the per-rank memory estimate (see memory_need.h). The activation and workspace
-// terms follow the buffers the trainer allocates per micro-batch (model/gpt.cpp), in elements of the
-// compute type (4 bytes in f32 and with mixed bf16, 8 in f64).
+// plan/memory_need.cpp — the per-rank memory estimate (see memory_need.h), in elements of the compute
+// type (4 bytes in f32 and with mixed bf16, 8 in f64) and the saved activations' width.
 #include "plan/memory_need.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace shardlab::plan {
@@ -21,20 +21,32 @@ MemoryNeed rank_memory_need(const RunShape& run) {
   const PerCategory per = bytes_per_param(run.recipe);
   for (int i = 0; i < kNumCategories; ++i)
     need.model_states += ld(per.v[i]) * (is_sharded(run.layout.strategy, category_at(i)) ? shard : padded);
-  // Per micro-batch, kept for backward: every block's input and output (L + 1 residuals), per layer the
-  // LayerNorm outputs and statistics, QKV, attention probabilities (NH·T per token), attention output,
-  // the mid residual, the MLP's 4C pre- and post-GELU, then the final LayerNorm and the logits.
-  const ld per_layer = N * (C + 2 + 3 * C + NH * T + C + C + C + 2 + 4 * C + 4 * C);
-  need.activations = elem * ((L + 1) * N * C + L * per_layer + N * (C + 2) + N * V);
-  // Backward scratch (7 residual-sized buffers, two 4C ones, attention's 2T²), f32 copies of bf16
-  // weights and gradients, ZeRO-3's two gathered units, and ring buffers (≤ 1 MB per collective).
-  const bool bf16 = run.recipe.mixed == Mixed::bf16;
+  // The activation peak of plan/activation_items.h, item by item (a block's input x, the rest of its
+  // record, the head's record), in long double like the rest.
+  const bool bf16 = run.recipe.mixed == Mixed::bf16, naive = run.attention == AttentionKernel::naive;
+  const bool full_recompute = run.recompute == Recompute::full;
+  const ld w = bf16 ? 2 : elem, ws = elem;
+  const ld x = N * C * w, head_rest = N * C * w + 2 * N * ws + N * V * ws;
+  const ld probs = naive && run.recompute != Recompute::selective ? NH * T * N * w : 0;
+  const ld rest = 4 * N * C * w + 4 * N * ws + 3 * N * C * w + probs + (naive ? 0 : NH * N * ws) + 8 * N * C * w;
+  need.activations = full_recompute ? (L + 1) * x + std::max(rest, head_rest) : (L + 1) * x + L * rest + head_rest;
+  // A chunk's compute buffers (model/model_chunk.cpp), the f32 copies of bf16 weights and gradients,
+  // ZeRO-3's two gathered units, and ring buffers (≤ 1 MB per collective).
   const bool shard_params = is_sharded(run.layout.strategy, Mem::param);
-  const ld full = padded, unit = 12 * C * C + 13 * C + V * C;  // the largest unit: a block or the head
+  const ld unit = 12 * C * C + 13 * C + V * C;  // the largest unit: a block or the head
+  const ld chunk = 3 * N * C + 3 * N * C + 2 * 4 * N * C + (naive ? 2 * T * T : 2.0L * 64 * 256 + 2 * 64) +
+                   (naive && (run.recompute == Recompute::selective || bf16) ? NH * T * N : 0) +
+                   (full_recompute ? N * C : 0) + (bf16 ? 4 * N * C + 3 * N * C + N * C + 8 * N * C : 0);
   need.workspace =
-      elem * (N * C * 6 + N * 4 * C * 2 + 2 * T * T) + (bf16 && !shard_params ? 4 * full : 0) +
-      (bf16 && run.recipe.grad_accum == GradAccum::bf16 && !is_sharded(run.layout.strategy, Mem::grad) ? 4 * full : 0) +
+      elem * chunk + (bf16 && !shard_params ? 4 * padded : 0) +
+      (bf16 && run.recipe.grad_accum == GradAccum::bf16 && !is_sharded(run.layout.strategy, Mem::grad) ? 4 * padded
+                                                                                                       : 0) +
       (shard_params ? 2 * 2 * unit * elem : 0) + (run.layout.dp > 1 ? 2 * 1048576.0L : 0);
+  // The optimizer's f32 view of bf16 gradients (and of bf16 weights without a master, when sharded).
+  const ld opt_range = is_sharded(run.layout.strategy, Mem::adam_m) ? shard : padded;
+  const bool bf16_grads = bf16 && run.recipe.grad_accum == GradAccum::bf16;
+  const bool widen_weights = bf16 && run.recipe.master == Master::none && shard_params;
+  need.workspace += 4 * opt_range * (ld(bf16_grads) + ld(widen_weights));
   return need;
 }
 

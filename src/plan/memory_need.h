@@ -1,8 +1,8 @@
 // plan/memory_need.h — the bytes one rank of a training run will allocate, estimated before anything is
 // allocated, so an impossible size is refused up front instead of being killed by the kernel:
-// model states (exact: plan/sharding.h), the activations one micro-batch keeps for backward and the
-// workspace of the trainer's buffers (backward scratch, the f32 copies of bf16 states, ZeRO-3's gathered
-// units, ring buffers). The trainer's memory ledger measures the same categories.
+// model states (exact: plan/sharding.h), the activation peak of one micro-batch at a time (exact:
+// plan/activation_items.h) and the workspace of the trainer's buffers (a chunk's compute buffers, the f32
+// copies of bf16 states, ZeRO-3's gathered units, ring buffers). The ledger measures the same categories.
 //
 // Leaves out: the data file and process overhead (libraries, MPI), which the caller adds, and allocator
 // overhead (fragmentation): an estimate, not a measurement.
@@ -10,6 +10,7 @@
 
 #include <cstdint>
 
+#include "model/activation_policy.h"
 #include "plan/model_states.h"
 #include "plan/sharding.h"
 
@@ -21,6 +22,8 @@ struct RunShape {
   std::uint64_t micro_batch = 1;  // B
   Recipe recipe;
   Layout layout;  // data parallel: strategy, N
+  AttentionKernel attention = AttentionKernel::naive;
+  Recompute recompute = Recompute::none;
 };
 
 struct MemoryNeed {

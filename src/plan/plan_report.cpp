@@ -7,6 +7,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "plan/activation_items.h"
 #include "plan/ledger_check.h"
 #include "plan/ledger_report.h"
 #include "report/format.h"
@@ -108,6 +109,36 @@ void print_activations(std::ostream& out, const ActivationDims& d, AttentionKern
     out << "  naive activations exceed the model states at b=" << d.micro_batch << " (claim C4)\n";
 }
 
+// What this trainer keeps, tensor by tensor (plan/activation_items.h; the ledger books the same items).
+void print_items(std::ostream& out, const ActivationShape& s, bool with_head) {
+  std::vector<ActivationItem> items = block_items(s);
+  const u64 kept = kept_block_bytes(s), chapter = chapter_block_bytes(s);
+  const Unit u = unit_for(std::max(kept, chapter));
+  out << "\nThe tensors this trainer keeps per layer and micro-batch (w = " << s.width << " B, w_s = " << s.stat_width
+      << " B; " << attention_name(s.attention) << " attention, recompute " << recompute_name(s.recompute)
+      << "); `plan --ledger` checks a run's ledger against these, byte for byte\n";
+  Table t({"item", "what", "elements", "bytes", u.name, "kept"}, 3);
+  auto rows = [&](const std::vector<ActivationItem>& v) {
+    for (const ActivationItem& i : v)
+      t.row({i.name, i.what, i.formula, commas(i.bytes), in_unit(i.bytes, u), i.kept ? "yes" : "recomputed"});
+  };
+  rows(items);
+  t.rule();
+  t.row({"kept per layer", "", "", commas(kept), in_unit(kept, u), ""});
+  t.row({"× L", "", "", commas(kept * s.layers), in_unit(kept * s.layers, u), ""});
+  t.row({"chapter: 34·s·b·h + 5·a·s²·b", "2-byte activations", "", commas(chapter), in_unit(chapter, u), ""});
+  if (with_head) {
+    t.rule();
+    rows(head_items(s));
+  }
+  t.print(out);
+  if (with_head)
+    out << "  activation peak of one micro-batch through the whole model (forward, then backward): "
+        << commas(activation_peak(s, s.layers, true)) << " B\n";
+  out << "  differences from the chapter's formula:\n";
+  for (const std::string& d : differences_from_chapter(s)) out << "  - " << d << "\n";
+}
+
 }  // namespace
 
 void print_plan(std::ostream& out, const PlanRequest& o) {
@@ -130,6 +161,20 @@ void print_plan(std::ostream& out, const PlanRequest& o) {
   print_model_states(out, o.recipe, psi);
   print_variants(out, o.recipe, psi);
   print_activations(out, o.act, o.attention, model_state_bytes(o.recipe, psi).total());
+  ActivationShape s;
+  s.seq = o.act.seq;
+  s.micro_batch = o.act.micro_batch;
+  s.hidden = o.act.hidden;
+  s.heads = o.act.heads;
+  s.layers = o.act.layers;
+  s.vocab = o.gpt.vocab;
+  const bool f64 = o.recipe.mixed == Mixed::none && o.recipe.dtype == Dtype::f64;
+  s.width = o.recipe.mixed == Mixed::bf16 ? 2 : f64 ? 8 : 4;
+  s.stat_width = f64 ? 8 : 4;
+  s.attention = o.attention;
+  s.recompute = o.recompute;
+  s.dropout = o.dropout;
+  print_items(out, s, !preset);
   if (o.sharding) {
     out << "\n";
     print_sharding(out, o.recipe, psi, o.dp, o.act, o.attention);

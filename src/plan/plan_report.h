@@ -33,6 +33,8 @@ struct PlanRequest {
   std::uint64_t params = 0;  // --params, 0 if absent
   Recipe recipe;
   AttentionKernel attention = AttentionKernel::naive;
+  Recompute recompute = Recompute::none;
+  double dropout = 0.0;
   bool sharding = false;  // a data-parallel layout was given
   ShardingRequest dp;
   std::uint64_t psi() const { return preset_given ? preset.psi : (params ? params : gpt_param_count(gpt)); }

@@ -55,7 +55,7 @@ std::string seconds_text(long double s) {
   return fixed(s * 1e9L, 1) + " ns";
 }
 
-Table::Table(std::vector<std::string> header) : rows_{std::move(header), {}} {}
+Table::Table(std::vector<std::string> header, size_t left) : rows_{std::move(header), {}}, left_(left) {}
 void Table::row(std::vector<std::string> r) { rows_.push_back(std::move(r)); }
 void Table::rule() { rows_.emplace_back(); }
 
@@ -70,7 +70,7 @@ void Table::print(std::ostream& out) const {
     for (size_t i = 0; i < r.size(); ++i) {
       const size_t wi = i < w.size() ? w[i] : width(r[i]);
       const std::string pad(wi - width(r[i]), ' ');
-      s += "  " + (i == 0 ? r[i] + pad : pad + r[i]);
+      s += "  " + (i < left_ ? r[i] + pad : pad + r[i]);
     }
     while (!s.empty() && s.back() == ' ') s.pop_back();
     out << s << "\n";

@@ -30,13 +30,15 @@ std::string format_duration(double sec);           // "1:05" or "1:02:03" (a clo
 // Aligned text table: first column left-aligned, the rest right-aligned; rule() adds a line.
 class Table {
  public:
-  explicit Table(std::vector<std::string> header);
+  // The first `left` columns are left-aligned (names, words), the rest right-aligned (numbers).
+  explicit Table(std::vector<std::string> header, size_t left = 1);
   void row(std::vector<std::string> r);
   void rule();
   void print(std::ostream& out) const;
 
  private:
   std::vector<std::vector<std::string>> rows_;  // header, rule, then rows (empty = a rule)
+  size_t left_;
 };
 
 }  // namespace shardlab

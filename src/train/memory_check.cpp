@@ -34,6 +34,8 @@ plan::MemoryNeed memory_need(const TrainConfig& cfg, int world) {
   run.layout.strategy = strategy_of(cfg.zero, cfg.fsdp);
   run.layout.dp = cfg.dp ? cfg.dp : world;
   run.layout.ranks_per_node = cfg.ranks_per_node;
+  run.attention = cfg.activation_policy().attention;
+  run.recompute = cfg.activation_policy().recompute;
   return plan::rank_memory_need(run);
 }
 

@@ -1,0 +1,50 @@
+// The buffer pool (see buffer_pool.h): free lists by exact size, at most kCacheBytes kept.
+#include "core/buffer_pool.h"
+
+#include <cstdlib>
+#include <unordered_map>
+#include <vector>
+
+namespace shardlab {
+
+namespace {
+constexpr size_t kCacheBytes = size_t(4) << 30;  // beyond this, freed blocks go back to the system
+
+struct Pool {
+  std::unordered_map<size_t, std::vector<void*>> free;
+  size_t cached = 0;
+  ~Pool() {
+    for (auto& [bytes, blocks] : free)
+      for (void* p : blocks) std::free(p);
+  }
+};
+
+Pool& pool() {
+  static Pool p;
+  return p;
+}
+}  // namespace
+
+void* pool_allocate(size_t bytes) {
+  Pool& p = pool();
+  auto it = p.free.find(bytes);
+  if (it != p.free.end() && !it->second.empty()) {
+    void* block = it->second.back();
+    it->second.pop_back();
+    p.cached -= bytes;
+    return block;
+  }
+  return std::aligned_alloc(64, bytes);
+}
+
+void pool_release(void* block, size_t bytes) {
+  Pool& p = pool();
+  if (p.cached + bytes > kCacheBytes) {
+    std::free(block);
+    return;
+  }
+  p.free[bytes].push_back(block);
+  p.cached += bytes;
+}
+
+}  // namespace shardlab
