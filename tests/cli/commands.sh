@@ -24,10 +24,10 @@ for c in train eval sample compare plan plot trace ring bench swamping; do
   fi
 done
 groups=$(grep -E '^[A-Z][a-z]+:$' "$tmp/h_train" | tr -d ':' | tr '\n' ' ')
-if [ "$groups" = "Options Model Batch Optimizer Precision Layout Run Outputs " ]; then
+if [ "$groups" = "Options Model Batch Optimizer Precision Activations Layout Run Outputs " ]; then
   ok "train --help groups its flags: $groups"
 else
-  fail "train --help groups its flags (model, batch, optimizer, precision, layout, run, outputs)" "groups: $groups"
+  fail "train --help groups its flags (model, batch, optimizer, precision, activations, layout, run, outputs)" "groups: $groups"
 fi
 if grep -qE -- '--layers INT=4 ' "$tmp/h_train" && grep -qE -- '--lr NUMBER=0.004 ' "$tmp/h_train" &&
    grep -qE -- '--optimizer adamw\|sgd=adamw' "$tmp/h_train" && grep -q -- '--config FILE' "$tmp/h_train"; then
