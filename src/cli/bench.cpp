@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "model/gpt.h"
 #include "optim/model_states.h"
+#include "train/memory_check.h"
 #include "train/train_config.h"
 
 namespace shardlab {
@@ -89,11 +90,12 @@ int bench_command(const CommandArgs& args, const Runtime& rt) {
   cfg.steps = 5;
   Flags flags("shardlab bench",
               "Training throughput (tokens/s, model GFLOP/s) against OpenBLAS's GEMM on this machine, one rank.");
-  add_train_flags(flags, cfg);
+  add_bench_flags(flags, cfg);
   if (int rc = parse_command(flags, args, rt, "shardlab bench"); rc >= 0) return rc;
   if (!rt.is_root()) return 0;
   cfg.global_batch = cfg.micro_batch;
   if (std::string err = validate_train_config(cfg); !err.empty()) throw std::invalid_argument(err);
+  if (std::string err = check_memory(cfg, 1, 0); !err.empty()) throw std::invalid_argument(err);
   const GPTConfig& m = cfg.model;
   const bool f64 = cfg.dtype == "f64";
   const Timing t = f64 ? time_steps<double>(cfg) : time_steps<float>(cfg);

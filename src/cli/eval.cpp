@@ -8,6 +8,7 @@
 #include "io/data.h"
 #include "train/evaluate.h"
 #include "train/inference.h"
+#include "train/memory_check.h"
 
 namespace shardlab {
 
@@ -15,6 +16,7 @@ int eval_command(const CommandArgs& args, const Runtime& rt) {
   std::string load, data_path = "data/corpus.txt";
   int max_windows = 0, batch = 8;
   std::string progress_mode = "auto";
+  bool force_memory = false;
   Flags flags("shardlab eval", "Mean loss of a checkpoint's weights over the windows of a text file.");
   flags.add("--load", load, "checkpoint: a --save directory (its latest step) or one step_NNNNNN directory");
   flags.add("--data", data_path, "text file to evaluate on (bytes are tokens)");
@@ -22,6 +24,7 @@ int eval_command(const CommandArgs& args, const Runtime& rt) {
   flags.add("--batch", batch, "windows per forward pass", 1, 4096);
   flags.choice("--progress", progress_mode, {"auto", "bar", "lines", "none"},
                "progress display (auto: a bar on a terminal)");
+  flags.flag("--force-memory", force_memory, "start even when the memory estimate exceeds what the machine has");
   if (int rc = parse_command(flags, args, rt, "shardlab eval"); rc >= 0) return rc;
   if (load.empty()) {
     if (rt.is_root())
@@ -31,6 +34,16 @@ int eval_command(const CommandArgs& args, const Runtime& rt) {
   }
   TrainConfig ck = checkpoint_config(load);
   TextData data(data_path, ck.model.seq, ck.model.vocab);
+  TrainConfig need = ck;  // what evaluation allocates: the weights and one batch of windows' activations
+  need.micro_batch = batch;
+  need.optimizer = "sgd";
+  need.momentum = 0;
+  need.zero = 0;
+  need.fsdp = "none";
+  need.dp = 1;
+  need.force_memory = force_memory;
+  if (std::string err = check_memory(need, 1, double(data.train_bytes() + data.val_bytes())); !err.empty())
+    throw std::invalid_argument(err + (batch > 1 ? " (or a smaller --batch)" : ""));
   return with_checkpoint_model(ck, load, batch, [&](auto& model, const auto* params) {
     int n = data.windows(TextData::Part::whole);
     if (max_windows > 0) n = std::min(n, max_windows);

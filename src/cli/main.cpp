@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(1);  // one BLAS thread per rank: ranks are the parallelism
   const std::string cmd = argc > 1 ? argv[1] : "";
   if (cmd.empty() || cmd == "--help" || cmd == "-h") {
+    if (rt.is_root() && cmd.empty()) std::fprintf(stderr, "shardlab: error: no command given\n");
     if (rt.is_root()) print_usage(cmd.empty() ? stderr : stdout);
     return cmd.empty() ? 2 : 0;
   }

@@ -18,6 +18,7 @@ int plot_command(const CommandArgs& args, const Runtime& rt) {
   flags.choice("--metric", metric, {"loss", "grad_norm", "lr"}, "the loss.csv column to draw");
   if (int rc = parse_command(flags, args, rt, "shardlab plot"); rc >= 0) return rc;
   if (!rt.is_root()) return 0;
+  if (out.empty()) throw std::invalid_argument("--out needs a file name");
   std::vector<std::string> inputs;
   for (const std::string& d : dirs) inputs.push_back(d + "/loss.csv");
   if (std::string why = plot_output_problem(out, inputs); !why.empty()) throw std::invalid_argument(why);

@@ -5,6 +5,7 @@
 // divides the payload — and times both. --sizes-mb instead sweeps payload sizes and prints the
 // bandwidth of each (the `make bench` comparison). Exits 1 if any check fails.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include "comm/communicator.h"
 #include "core/bf16.h"
 #include "report/format.h"
+#include "train/memory_check.h"
 
 namespace shardlab {
 
@@ -164,6 +166,15 @@ int ring_command(const CommandArgs& args, const Runtime& rt) {
                                   "'");
     mb.push_back(v);
   }
+  // The payload and its copy per rank, against what the machine has (the ranks share it).
+  const double elem = dtype == "f64" ? 8 : dtype == "bf16" ? 2 : 4;
+  double largest = double(n) * elem;
+  for (double m : mb) largest = std::max(largest, m * 1e6);
+  const double available = available_memory_bytes();
+  if (available > 0 && 2 * largest * rt.size() > available)
+    throw std::invalid_argument("a payload of " + format_bytes(largest) + " on " + std::to_string(rt.size()) +
+                                " ranks needs " + format_bytes(2 * largest * rt.size()) + ", but " +
+                                format_bytes(available) + " is available; give fewer --elements");
   CommLedger ledger;
   Communicator world = Communicator::world(&ledger, nullptr, {});
   if (!mb.empty()) return sweep(world, ledger, mb, repeat);

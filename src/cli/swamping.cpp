@@ -23,6 +23,10 @@ int swamping_command(const CommandArgs& args, const Runtime& rt) {
   if (int rc = parse_command(flags, args, rt, "shardlab swamping"); rc >= 0) return rc;
   if (!rt.is_root()) return 0;
   const long steps = steps_flag;
+  // Everything must stay a finite bf16/float: the largest bf16 is about 3.39e38.
+  if (!(std::fabs(weight) + steps * std::fabs(update) < 1e38))
+    throw std::invalid_argument(
+        "--weight and --steps × --update must stay below 1e38 in size (bf16 and float overflow there)");
   const float spacing = std::fabs(from_bf16(to_bf16(float(weight)) + 1) - from_bf16(to_bf16(float(weight))));
   std::printf("weight %g gets +%g per step. bf16 spacing at this weight: %g (7 mantissa bits), half of it %g.\n",
               weight, update, spacing, spacing / 2);

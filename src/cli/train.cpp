@@ -35,7 +35,7 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
     try {
       err = resolve_resume(args, cfg, resume_step);  // reads and verifies the checkpoint on every rank alike
     } catch (const std::exception& e) {
-      err = e.what();
+      return refuse(rt, e.what(), 1);  // a bad file, like eval's and sample's
     }
   }
   if (err.empty()) err = validate_train_config(cfg);

@@ -26,6 +26,15 @@ bool mpi_running() {
   return init && !fin;
 }
 
+// MPI's communicator constructors (dup, split) are blocking collectives the watchdog cannot see into:
+// first every member must arrive at a non-blocking barrier, waited for under the watchdog, so a member that
+// never comes (stopped, stuck, in another call) is named instead of hanging everyone.
+void all_arrive(MPI_Comm c, const std::string& what) {
+  std::vector<MPI_Request> r(1, MPI_REQUEST_NULL);
+  MPI_Ibarrier(c, &r[0]);
+  detail::wait_requests(r, {-1}, what);
+}
+
 std::vector<int> checked_nodes(std::vector<int> nodes, int size) {
   if (nodes.empty()) nodes.assign(size, 0);
   if (static_cast<int>(nodes.size()) != size) {
@@ -62,7 +71,10 @@ Communicator::Communicator(const CommHandle& h, Axis axis, std::vector<int> node
 Communicator Communicator::world(CommLedger* ledger, Trace* trace, std::vector<int> node_of_rank, CommImpl impl) {
   // A private duplicate of MPI_COMM_WORLD: the tags of two world() communicators can never meet.
   CommHandle h;
-  if (mpi_running()) MPI_Comm_dup(MPI_COMM_WORLD, &h.comm);  // else: a world of one, and no MPI call ever
+  if (mpi_running()) {  // else: a world of one, and no MPI call ever
+    all_arrive(MPI_COMM_WORLD, "setting up the world communicator");
+    MPI_Comm_dup(MPI_COMM_WORLD, &h.comm);
+  }
   return Communicator(h, Axis::world, std::move(node_of_rank), ledger, trace, impl, /*owned=*/true);
 }
 
@@ -70,6 +82,8 @@ Communicator Communicator::split(int color, int key, Axis axis) const {
   CommHandle h;
   std::vector<int> nodes{nodes_[rank_]};
   if (h_->comm != MPI_COMM_NULL) {
+    all_arrive(h_->comm,
+               std::string("setting up the ") + axis_name(axis) + " communicators (split of " + axis_name(axis_) + ")");
     MPI_Comm_split(h_->comm, color, key, &h.comm);
     // Member j of the new communicator is member parent[j] of this one: it keeps that member's node.
     MPI_Group mine, theirs;
@@ -124,6 +138,7 @@ std::vector<int> detect_node_of_rank() {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm local;
+  all_arrive(MPI_COMM_WORLD, "finding the nodes (world)");
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
   int leader = rank;  // the lowest world rank on my node names it
   MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, local);

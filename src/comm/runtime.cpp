@@ -3,7 +3,13 @@
 
 #include <mpi.h>
 
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
+#include <vector>
 
 #include "comm/mpi_handle.h"
 
@@ -13,15 +19,37 @@ namespace {
 bool launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
 }
+
+// MPI_Init waits for every rank to start; a rank that never does (stopped, stuck) would keep the others
+// waiting for ever, before any watchdog of ours exists. An alarm ends the wait.
+void init_took_too_long(int) {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (!rank || std::strcmp(rank, "0") == 0) {
+    const char msg[] =
+        "shardlab: error: MPI start-up did not finish within the comm timeout: a rank never started "
+        "(stopped or stuck)\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+  }
+  ::_exit(3);
+}
 }  // namespace
 
 Runtime::Runtime(int& argc, char**& argv) {
+  const double timeout = detail::comm_timeout_seconds();  // also checks $SHARDLAB_COMM_TIMEOUT
   if (!launched_by_mpirun()) return;
+  if (timeout > 0) {
+    std::signal(SIGALRM, init_took_too_long);
+    ::alarm(static_cast<unsigned>(std::ceil(timeout)));
+  }
   MPI_Init(&argc, &argv);
+  detail::watchdog_init();  // a collective too: still under the alarm
+  if (timeout > 0) {
+    ::alarm(0);
+    std::signal(SIGALRM, SIG_DFL);
+  }
   mpi_ = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  detail::watchdog_init();
 }
 
 Runtime::~Runtime() {
@@ -30,10 +58,14 @@ Runtime::~Runtime() {
 
 std::string Runtime::agree(const std::string& root_value) const {
   if (!mpi_ || size_ == 1) return root_value;
+  // Non-blocking broadcasts waited for under the watchdog: a rank stopped before it gets here is named.
   unsigned long n = root_value.size();
-  MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG, 0, MPI_COMM_WORLD);
+  std::vector<MPI_Request> req(1, MPI_REQUEST_NULL);
+  MPI_Ibcast(&n, 1, MPI_UNSIGNED_LONG, 0, MPI_COMM_WORLD, &req[0]);
+  detail::wait_requests(req, {0}, "agreeing on rank 0's decision (broadcast on world)");
   std::string v = rank_ == 0 ? root_value : std::string(n, '\0');
-  MPI_Bcast(v.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Ibcast(v.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD, &req[0]);
+  detail::wait_requests(req, {0}, "agreeing on rank 0's decision (broadcast on world)");
   return v;
 }
 

@@ -10,6 +10,7 @@
 // Leaves out: OpenMPI's own notice when the job is aborted (it can only be silenced with mpirun -q, which
 // would also silence its report of a rank killed by a signal).
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,10 +31,23 @@ MPI_Comm& watchdog_comm() {
   return c;
 }
 
+// The default timeout: $SHARDLAB_COMM_TIMEOUT, checked like the flag (0 = never, else at least 1 s: a
+// shorter one would end healthy jobs), else 120 s. A bad value ends the program: a watchdog silently
+// switched off would let a stuck rank hang the job for ever.
 double& timeout_setting() {
   static double t = [] {
     const char* e = std::getenv("SHARDLAB_COMM_TIMEOUT");
-    return e && *e ? std::atof(e) : 120.0;
+    if (!e) return 120.0;
+    char* end = nullptr;
+    const double v = std::strtod(e, &end);
+    if (!*e || *end || !std::isfinite(v) || v < 0 || (v > 0 && v < 1)) {
+      const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+      if (!rank || std::strcmp(rank, "0") == 0)
+        std::fprintf(stderr,
+                     "shardlab: error: SHARDLAB_COMM_TIMEOUT must be 0 (never) or at least 1 second, got '%s'\n", e);
+      std::exit(2);
+    }
+    return v;
   }();
   return t;
 }

@@ -58,7 +58,9 @@ std::string to_double(const std::string& s, double& out) {
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end || errno == ERANGE || !std::isfinite(v)) return "expects a finite number, got '" + s + "'";
+  if (s.empty() || *end || !std::isfinite(v)) return "expects a finite number, got '" + s + "'";
+  if (errno == ERANGE && v == 0 && s.find_first_of("123456789") < s.find_first_of("eE"))  // 1e-400: not 0
+    return "expects a number a double can hold, got '" + s + "' (it underflows to 0)";
   out = v;
   return "";
 }
@@ -213,10 +215,62 @@ void Flags::positional(const std::string& name, std::vector<std::string>& v, con
   if (min > 0) o->required();
 }
 
+namespace {
+// A string that a TOML line of CLI11's reader gives back unchanged: no comment mark, no line break.
+bool representable(const std::string& s) {
+  return s.find_first_of("#\n\r") == std::string::npos &&
+         (s.find('"') == std::string::npos || s.find('\'') == std::string::npos);
+}
+
+// What a config file may hold, checked line by line before CLI11 reads it: `key = value` with one value
+// per key, given once — no [sections], no arrays, no second value — and switches as true or false.
+std::string config_problem(const std::string& path, const std::vector<std::string>& toggles) {
+  if (std::string why = input_file_problem(path); !why.empty()) return why;
+  std::string text;
+  try {
+    text = read_file(path, size_t(1) << 20);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::string> seen;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const std::string where = path + " line " + std::to_string(n) + ": ";
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    if (line[first] == '[') return where + "config files hold flags only, no [sections]";
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) return where + "expected key = value";
+    std::string key = line.substr(first, eq - first), value = line.substr(eq + 1);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    value.erase(value.find_last_not_of(" \t\r") + 1);
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) return where + "'" + key + "' is given twice";
+    seen.push_back(key);
+    const bool quoted_value = value.size() >= 2 && (value[0] == '"' || value[0] == '\'') && value.back() == value[0] &&
+                              value.find(value[0], 1) == value.size() - 1;
+    if (value.empty() || value[0] == '[' || (!quoted_value && value.find_first_of(" \t\"'") != std::string::npos))
+      return where + "'" + key + "' needs exactly one value, got '" + value + "'";
+    if (std::find(toggles.begin(), toggles.end(), key) != toggles.end() && value != "true" && value != "false")
+      return where + "'" + key + "' is a switch: true or false, got '" + value + "'";
+  }
+  return "";
+}
+}  // namespace
+
 void Flags::config_file(const std::string& name, const std::string& help) {
   impl_->config = impl_->app.set_config(name, "", help);
   impl_->config->type_name("FILE")->group(impl_->group);
-  impl_->config->check(CLI::Validator(input_file_problem, "", "regular file"));
+  Impl* impl = impl_.get();
+  impl_->config->check(CLI::Validator(
+      [impl](const std::string& path) {
+        std::vector<std::string> toggles;
+        for (const auto& b : impl->bindings)
+          if (b->kind == Binding::toggle) toggles.push_back(b->name.substr(b->name.find_first_not_of('-')));
+        return config_problem(path, toggles);
+      },
+      "", "config file"));
 }
 
 ParseResult Flags::parse(const std::vector<std::string>& args) {
@@ -259,6 +313,11 @@ std::string Flags::to_toml(const std::vector<std::string>& commented) const {
     const std::string key = b->name.substr(b->name.find_first_not_of('-'));
     const bool is_text = b->kind == Binding::text || b->kind == Binding::choice;
     const bool comment = std::find(commented.begin(), commented.end(), b->name) != commented.end();
+    if (is_text && !representable(b->value_text())) {  // shown as far as it can be, never read back wrong
+      o << "# " << key << " cannot be written in a config file (a '#', a line break or both quotes): give " << b->name
+        << " on the command line\n";
+      continue;
+    }
     o << (comment ? "# " : "") << key << " = " << (is_text ? quoted(b->value_text()) : b->value_text()) << "\n";
   }
   return o.str();

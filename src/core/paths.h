@@ -1,29 +1,21 @@
 // What a path names, checked before anything reads it: inputs must be regular, readable files —
-// never a directory, a device (/dev/zero would be read forever), a FIFO (would block) or a socket.
-// One check for every input of every command (data, --config, checkpoints, loss.csv).
+// never a directory, a device (/dev/zero would be read forever), a FIFO (would block) or a socket —
+// and no larger than the reader expects. One check, and one way to read, for every input of every
+// command (data, --config, checkpoints and their `latest`, loss.csv, config.json, trace.json, ledgers).
 #pragma once
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shardlab {
 
 // "" when path is a regular file this process can read, else the reason as a sentence fragment
 // ("'x' does not exist", "'x' is a directory, not a file", …).
-inline std::string input_file_problem(const std::string& path) {
-  struct stat st {};
-  if (path.empty()) return "no file named";
-  if (::stat(path.c_str(), &st) != 0) return "'" + path + "' does not exist";
-  if (S_ISDIR(st.st_mode)) return "'" + path + "' is a directory, not a file";
-  if (!S_ISREG(st.st_mode))
-    return "'" + path + "' is not a regular file (" +
-           (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-            : S_ISFIFO(st.st_mode)                     ? "a FIFO"
-                                                       : "a socket or other special file") +
-           ")";
-  if (::access(path.c_str(), R_OK) != 0) return "'" + path + "' cannot be read (permission denied)";
-  return "";
-}
+std::string input_file_problem(const std::string& path);
+
+// The whole file, after the check above and a size limit; throws std::runtime_error with the reason.
+std::string read_file(const std::string& path, size_t max_bytes = size_t(1) << 30);
+std::vector<uint8_t> read_file_bytes(const std::string& path, size_t max_bytes = size_t(1) << 40);
 
 }  // namespace shardlab

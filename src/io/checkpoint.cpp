@@ -1,14 +1,20 @@
 // Checkpoint save/load: the directory protocol of checkpoint.h. Ordering is what makes it
-// crash-safe: step_NNNNNN.tmp/ is complete and fsynced before it is renamed to step_NNNNNN/,
-// and DIR/latest is replaced only after that rename.
+// crash-safe: a step is written into a fresh, uniquely named step_NNNNNN.tmp-XXXXXX/, complete and
+// fsynced before it is renamed to step_NNNNNN/, and DIR/latest is replaced only after that rename.
+// Names ending in .tmp-XXXXXX or .prune-XXXXXX are this code's own scratch (created with O_EXCL /
+// mkdtemp, so never someone else's file); nothing else is ever removed unless it is a complete
+// checkpoint holding only the files its meta.json lists.
 #include "io/checkpoint.h"
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -35,24 +41,43 @@ bool is_plain_name(const std::string& name) {
          name.find('\0') == std::string::npos;
 }
 
-bool read_whole_file(const fs::path& path, std::vector<uint8_t>& out) {
-  if (std::string why = input_file_problem(path.string()); !why.empty()) throw err(path, why);
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return false;
-  std::streamoff size = in.tellg();
-  if (size < 0) return false;
-  out.resize(static_cast<size_t>(size));
-  in.seekg(0);
-  return static_cast<bool>(in.read(reinterpret_cast<char*>(out.data()), size));
+std::vector<uint8_t> read_whole_file(const fs::path& path) {
+  try {
+    return read_file_bytes(path.string());
+  } catch (const std::runtime_error& e) {
+    throw err(path, e.what());
+  }
 }
 
-// The step a directory's name states: 40 for "step_000040" (or "step_000040.old"), -1 for other names.
-int64_t step_of_dir_name(const std::string& name) {
-  if (name.rfind("step_", 0) != 0) return -1;
-  const std::string digits =
-      name.substr(5, name.find('.') == std::string::npos ? std::string::npos : name.find('.') - 5);
-  if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
-  return std::stoll(digits);
+// A fresh, uniquely named scratch directory next to `final` ("step_000040.tmp-Ab3dE9").
+fs::path make_scratch_dir(const fs::path& final) {
+  std::string tmpl = final.string() + ".tmp-XXXXXX";
+  if (!::mkdtemp(tmpl.data()))
+    throw err(final, std::string("cannot create a scratch directory (") + std::strerror(errno) + ")");
+  return tmpl;
+}
+
+// Scratch of an earlier save that was killed: a step_NNNNNN.tmp-XXXXXX/ or .prune-XXXXXX/ directory
+// holding only what a save writes, or a latest.tmp-XXXXXX file. Only one process saves into a
+// directory at a time (the run holds its lock), so such scratch is never another save's work in progress.
+void remove_stale_scratch(const fs::path& root) {
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!is_scratch_name(name) || e.is_symlink(ec)) continue;
+    if (name.rfind("latest.tmp-", 0) == 0 && e.is_regular_file(ec)) stale.push_back(e.path());
+    if (step_of_dir_name(name) < 0 || !e.is_directory(ec)) continue;
+    bool only_ours = true;
+    for (const auto& f : fs::recursive_directory_iterator(e.path(), ec)) {
+      const std::string n = f.path().filename().string();
+      const bool ours = n == "meta.json" || is_scratch_name(n) || step_of_dir_name(n) >= 0 ||
+                        (n.size() > 12 && n.substr(n.size() - 12) == ".safetensors");
+      if (f.is_symlink(ec) || !ours) only_ours = false;
+    }
+    if (only_ours && !ec) stale.push_back(e.path());
+  }
+  for (const fs::path& p : stale) fs::remove_all(p, ec);
 }
 
 void write_text_atomic(const fs::path& path, const std::string& text) {
@@ -81,6 +106,15 @@ void write_step_contents(const fs::path& tmp, int64_t step, const std::vector<Ch
 
 }  // namespace
 
+// The step a directory's name states: 40 for "step_000040" (or "step_000040.old"), -1 for other names.
+int64_t step_of_dir_name(const std::string& name) {
+  if (name.rfind("step_", 0) != 0) return -1;
+  const std::string digits =
+      name.substr(5, name.find('.') == std::string::npos ? std::string::npos : name.find('.') - 5);
+  if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoll(digits);
+}
+
 std::string step_dir_name(int64_t step) {
   if (step < 0) throw std::runtime_error("checkpoint: step must be >= 0, got " + std::to_string(step));
   char buf[32];
@@ -99,14 +133,12 @@ std::string save_checkpoint(const std::string& dir, int64_t step, const std::vec
     if (!seen.insert(f.filename).second) throw err(root, "file '" + f.filename + "' given twice");
   }
   const std::string name = step_dir_name(step);
-  const fs::path final_dir = root / name, tmp = root / (name + ".tmp"), old = root / (name + ".old");
+  const fs::path final_dir = root / name, old = root / (name + ".old");
 
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec || !fs::is_directory(root)) throw err(root, "cannot create directory (" + ec.message() + ")");
-  fs::remove_all(tmp, ec);  // leftover of an interrupted save
-  if (ec) throw err(tmp, "cannot remove leftover directory (" + ec.message() + ")");
-  if (!fs::create_directory(tmp, ec)) throw err(tmp, "cannot create directory (" + ec.message() + ")");
+  const fs::path tmp = make_scratch_dir(final_dir);
   try {
     write_step_contents(tmp, step, files, meta);
   } catch (...) {
@@ -121,19 +153,26 @@ std::string save_checkpoint(const std::string& dir, int64_t step, const std::vec
   if (!fs::exists(final_dir)) {
     fs::rename(tmp, final_dir, ec);
     if (ec) throw err(final_dir, "cannot rename " + tmp.string() + " into place (" + ec.message() + ")");
-  } else if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) == 0) {
-    fs::remove_all(tmp, ec);  // now the old copy
   } else {
-    fs::remove_all(old, ec);
-    fs::rename(final_dir, old, ec);
-    if (ec) throw err(final_dir, "cannot move the existing step aside (" + ec.message() + ")");
-    fs::rename(tmp, final_dir, ec);
-    if (ec) throw err(final_dir, "cannot rename " + tmp.string() + " into place (" + ec.message() + ")");
-    fs::remove_all(old, ec);
+    if (!is_own_checkpoint(final_dir))
+      throw err(final_dir, "exists and is not (only) a shardlab checkpoint: it is never replaced");
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_EXCHANGE) == 0) {
+      fs::remove_all(tmp, ec);  // now the old copy, a checkpoint of ours
+    } else {
+      if (fs::exists(old, ec) && !is_own_checkpoint(old))
+        throw err(old, "exists and is not a shardlab checkpoint: it is never replaced");
+      fs::remove_all(old, ec);
+      fs::rename(final_dir, old, ec);
+      if (ec) throw err(final_dir, "cannot move the existing step aside (" + ec.message() + ")");
+      fs::rename(tmp, final_dir, ec);
+      if (ec) throw err(final_dir, "cannot rename " + tmp.string() + " into place (" + ec.message() + ")");
+      fs::remove_all(old, ec);
+    }
   }
   fsync_directory(root.string());
 
   write_text_atomic(root / "latest", name + "\n");  // LAST: until here the previous latest stands
+  remove_stale_scratch(root);
   return final_dir.string();
 }
 
@@ -152,46 +191,88 @@ std::vector<int64_t> checkpoint_steps(const std::string& dir) {
 
 void prune_checkpoints(const std::string& dir, int keep) {
   if (keep <= 0) return;
-  std::string latest;
-  std::ifstream(fs::path(dir) / "latest") >> latest;
+  const std::string latest = read_latest(dir);
   const std::vector<int64_t> steps = checkpoint_steps(dir);
   std::error_code ec;
-  for (size_t i = 0; i + keep < steps.size(); ++i)
-    if (step_dir_name(steps[i]) != latest) fs::remove_all(fs::path(dir) / step_dir_name(steps[i]), ec);
+  for (size_t i = 0; i + keep < steps.size(); ++i) {
+    const fs::path step = fs::path(dir) / step_dir_name(steps[i]);
+    if (step.filename() == latest || !is_own_checkpoint(step)) continue;  // never latest, never anything else
+    // Out of sight first (one rename), then removed: a kill in between leaves only scratch of ours.
+    std::string doomed = step.string() + ".prune-XXXXXX";
+    if (!::mkdtemp(doomed.data())) continue;
+    fs::rename(step, fs::path(doomed) / step.filename(), ec);
+    fs::remove_all(doomed, ec);
+  }
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& dir_or_step) {
+bool is_scratch_name(const std::string& name) {
+  for (const char* kind : {".tmp-", ".prune-"}) {
+    const size_t at = name.rfind(kind);
+    if (at != std::string::npos && at > 0 && name.size() == at + std::strlen(kind) + 6) return true;
+  }
+  return false;
+}
+
+bool is_own_checkpoint(const std::string& step_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(step_dir, ec)) return false;
+  nlohmann::json m;
+  try {
+    m = nlohmann::json::parse(read_file((fs::path(step_dir) / "meta.json").string(), size_t(1) << 24));
+  } catch (const std::exception&) {
+    return false;
+  }
+  if (!m.is_object() || !m.contains("files") || !m["files"].is_object()) return false;
+  for (const auto& e : fs::directory_iterator(step_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name != "meta.json" && !m["files"].contains(name) && !is_scratch_name(name)) return false;
+  }
+  return true;
+}
+
+std::string read_latest(const std::string& dir) {
+  const fs::path p = fs::path(dir) / "latest";
+  std::error_code ec;
+  if (!fs::exists(p, ec) && !fs::is_symlink(p, ec)) return "";
+  std::string name;
+  try {
+    name = read_file(p.string(), 4096);
+  } catch (const std::runtime_error& e) {
+    throw err(p, e.what());
+  }
+  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
+  if (!is_plain_name(name) || step_of_dir_name(name) < 0 || name != step_dir_name(step_of_dir_name(name)))
+    throw err(p, "does not name a step directory ('" + name.substr(0, 60) + "'): it was not written by shardlab");
+  return name;
+}
+
+std::string resolve_step_dir(const std::string& dir_or_step) {
   const fs::path given(dir_or_step);
   std::error_code ec;
   if (!fs::exists(given, ec)) throw err(given, "no such directory");
   if (!fs::is_directory(given, ec)) throw err(given, "not a directory");
-
-  // Resolve to a step directory.
-  fs::path step_dir;
-  if (fs::exists(given / "meta.json", ec)) {
-    step_dir = given;
-  } else if (fs::exists(given / "latest", ec)) {
-    std::ifstream in(given / "latest");
-    std::string name;
-    if (!in || !std::getline(in, name)) throw err(given / "latest", "cannot read (empty or unreadable)");
-    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
-    if (!is_plain_name(name)) throw err(given / "latest", "does not name a step directory ('" + name + "')");
-    step_dir = given / name;
-    // A re-save of this step interrupted between its two renames (file systems without an atomic
-    // exchange) left the previous copy as NAME.old: it is complete, so it is the checkpoint.
-    if (!fs::is_directory(step_dir, ec) && fs::exists(given / (name + ".old") / "meta.json", ec))
-      step_dir = given / (name + ".old");
-    if (!fs::is_directory(step_dir, ec))
-      throw err(given / "latest", "names " + name + ", but " + step_dir.string() + " does not exist");
-  } else {
+  if (fs::exists(given / "meta.json", ec) || fs::is_symlink(given / "meta.json", ec)) return given.string();
+  const std::string name = read_latest(given.string());
+  if (name.empty())
     throw err(given, "no meta.json (so not a step directory) and no latest file (so not a checkpoint directory)");
-  }
+  fs::path step_dir = given / name;
+  // A re-save of this step interrupted between its two renames (file systems without an atomic
+  // exchange) left the previous copy as NAME.old: it is complete, so it is the checkpoint.
+  if (!fs::is_directory(step_dir, ec) && fs::exists(given / (name + ".old") / "meta.json", ec))
+    step_dir = given / (name + ".old");
+  if (!fs::is_directory(step_dir, ec))
+    throw err(given / "latest", "names " + name + ", but " + step_dir.string() + " does not exist");
+  return step_dir.string();
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& dir_or_step) {
+  const fs::path step_dir = resolve_step_dir(dir_or_step);
+  std::error_code ec;
 
   // meta.json
   const fs::path meta_path = step_dir / "meta.json";
-  std::vector<uint8_t> meta_bytes;
   if (!fs::exists(meta_path, ec)) throw err(step_dir, "missing meta.json");
-  if (!read_whole_file(meta_path, meta_bytes)) throw err(meta_path, "cannot read");
+  const std::vector<uint8_t> meta_bytes = read_whole_file(meta_path);
   LoadedCheckpoint out;
   out.path = step_dir.string();
   try {
@@ -225,8 +306,7 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_or_step) {
       throw err(meta_path, "entry for '" + fname + "' needs \"sha256\" (string) and \"bytes\" (integer)");
     const fs::path fpath = step_dir / fname;
     if (!fs::exists(fpath, ec)) throw err(fpath, "missing (listed in meta.json)");
-    std::vector<uint8_t> bytes;
-    if (!read_whole_file(fpath, bytes)) throw err(fpath, "cannot read");
+    std::vector<uint8_t> bytes = read_whole_file(fpath);
     const uint64_t expect = info["bytes"].get<uint64_t>();
     if (bytes.size() != expect)
       throw err(fpath, "size " + std::to_string(bytes.size()) + " bytes, meta.json says " + std::to_string(expect) +
@@ -235,7 +315,8 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_or_step) {
       throw err(fpath, "checksum mismatch (file corrupted or truncated)");
     SafetensorsFile file = SafetensorsFile::parse(std::move(bytes), fpath.string());
     const auto md = file.metadata();
-    if (md.count("step") && md.at("step") != std::to_string(step))
+    if (!md.count("step")) throw err(fpath, "has no step in its metadata (every file shardlab writes says its step)");
+    if (md.at("step") != std::to_string(step))
       throw err(fpath, "is the file of step " + md.at("step") + ", but meta.json says step " + std::to_string(step));
     out.files.emplace(fname, std::move(file));
   }

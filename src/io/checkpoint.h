@@ -5,11 +5,11 @@
 //   DIR/step_000040/meta.json    caller's meta + format_version, step, files{name: {sha256, bytes}}
 //   DIR/step_000040/model.safetensors, optimizer.safetensors, ...
 //
-// A crash at any point leaves the previous checkpoint loadable: files are written into
-// step_NNNNNN.tmp/ and renamed to step_NNNNNN/ only when complete; a re-saved step is exchanged
-// atomically. A load checks what meta.json claims (the step against the directory's name and the
-// files' own metadata, every file's size and checksum). Leaves out: what the tensors are (the trainer
-// decides) and coordination between processes (the run holds a lock on DIR: io/run_dirs.h).
+// A crash at any point leaves the previous checkpoint loadable: files are written into a unique
+// step_NNNNNN.tmp-XXXXXX/ and renamed to step_NNNNNN/ only when complete; a re-saved step is exchanged
+// atomically; nothing shardlab did not write is ever removed or replaced. A load checks what meta.json claims (the step
+// against the directory's name and the files' own metadata, every file's size and checksum). Leaves out: what the
+// tensors are (the trainer decides) and coordination between processes (the run holds a lock on DIR: io/run_dirs.h).
 // See docs/checkpoint_format.md.
 #pragma once
 #include <cstdint>
@@ -32,6 +32,8 @@ struct CheckpointFile {
 
 // "step_000040": the step directory name (6-digit zero padding; wider steps just get longer).
 std::string step_dir_name(int64_t step);
+// The step a directory's name states: 40 for "step_000040" (or "step_000040.old"), -1 for other names.
+int64_t step_of_dir_name(const std::string& name);
 
 // Writes DIR/step_NNNNNN/ with each file and meta.json (= meta, an object or null, plus
 // format_version, step and files, which overwrite keys of the same name), then replaces
@@ -46,6 +48,17 @@ void prune_checkpoints(const std::string& dir, int keep);
 
 // Step numbers of DIR's complete step directories (step_NNNNNN/ with a meta.json), ascending.
 std::vector<int64_t> checkpoint_steps(const std::string& dir);
+
+// The step directory a --resume / --load names: DIR/latest's step (or, if a re-save was cut between its
+// renames, its NAME.old copy), or the step directory itself. Throws with a clear message.
+std::string resolve_step_dir(const std::string& dir_or_step);
+// DIR/latest's step directory name, "" when there is no latest; throws when `latest` is not a regular
+// file naming a step directory (something shardlab did not write).
+std::string read_latest(const std::string& dir);
+// A directory holding a checkpoint's meta.json and nothing but the files it lists (and this code's scratch).
+bool is_own_checkpoint(const std::string& step_dir);
+// Names of this code's own scratch: "<name>.tmp-XXXXXX", "<name>.prune-XXXXXX".
+bool is_scratch_name(const std::string& name);
 
 struct LoadedCheckpoint {
   std::string path;  // the step directory

@@ -1,7 +1,6 @@
 // Text data loading, the train/validation split and layout-independent sampling (see data.h).
 #include "io/data.h"
 
-#include <fstream>
 #include <iterator>
 #include <stdexcept>
 
@@ -12,9 +11,7 @@ namespace shardlab {
 
 TextData::TextData(const std::string& path, int seq, int vocab) : path_(path), seq_(seq) {
   if (std::string why = input_file_problem(path); !why.empty()) throw std::runtime_error("--data: " + why);
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("data file '" + path + "' does not exist or cannot be read");
-  bytes_.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  bytes_ = read_file_bytes(path);
   if (bytes_.empty()) throw std::runtime_error("data file '" + path + "' is empty");
   split_ = bytes_.size() - bytes_.size() / 10;
   const size_t need = static_cast<size_t>(seq) + 2;

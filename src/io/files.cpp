@@ -3,10 +3,12 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -26,9 +28,13 @@ void fsync_directory(const std::string& dir) {
 }
 
 void write_file_atomic(const std::string& path, const std::vector<ByteSpan>& pieces) {
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot create " + tmp + ": " + sys_error());
+  if (path.empty()) throw std::runtime_error("no file name to write");
+  // A fresh name that nothing else can hold (mkstemp: O_CREAT | O_EXCL): never writes through a
+  // symlink or over a file somebody left at PATH.tmp.
+  std::string tmp = path + ".tmp-XXXXXX";
+  int fd = ::mkstemp(tmp.data());
+  if (fd < 0) throw std::runtime_error("cannot create a file next to " + path + ": " + sys_error());
+  ::fchmod(fd, 0644);
   auto fail = [&](const std::string& what) {
     std::string msg = what + " " + tmp + ": " + sys_error();
     ::close(fd);

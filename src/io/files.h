@@ -1,5 +1,6 @@
 // Writing files so that nothing is ever half-written or written twice at once: the durable whole-file
-// replace (write PATH.tmp, fsync, rename over PATH, fsync the directory) every output goes through,
+// replace (write a fresh PATH.tmp-XXXXXX, fsync, rename over PATH, fsync the directory) every output
+// goes through — it never follows a symlink or touches a file it did not create —
 // and a directory lock (flock on DIR/shardlab.lock) that one run holds for as long as it writes there.
 // Leaves out: locks across machines that do not share a kernel's flock (NFS before v4).
 #pragma once

@@ -1,35 +1,35 @@
 // Writing and reading loss.csv (see loss_log.h).
 #include "io/loss_log.h"
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include "core/paths.h"
+#include "io/files.h"
 
 namespace shardlab {
 
 static const char* kHeader = "step,loss,grad_norm,lr,ms,val_loss\n";
 
-LossLog::LossLog(const std::string& path, bool f64, int resume_step) : fmt_(f64 ? "%.17g" : "%.9g") {
+LossLog::LossLog(const std::string& path, bool f64, int resume_step) : path_(path), fmt_(f64 ? "%.17g" : "%.9g") {
   std::string kept = kHeader;
-  if (resume_step > 0) {
-    std::ifstream in(path);
+  if (resume_step > 0 && input_file_problem(path).empty()) {  // continuing this run's own log
+    std::istringstream in(read_file(path));
     std::string line;
-    if (in && std::getline(in, line)) {
+    if (std::getline(in, line)) {
       kept = line + "\n";
       while (std::getline(in, line))
         if (!line.empty() && std::atoi(line.c_str()) <= resume_step) kept += line + "\n";
     }
   }
-  std::string tmp = path + ".tmp";
-  std::FILE* t = std::fopen(tmp.c_str(), "w");
-  if (!t || std::fputs(kept.c_str(), t) < 0 || std::fclose(t) != 0 || std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::runtime_error("cannot write " + path);
+  write_text_file_atomic(path, kept);
   f_ = std::fopen(path.c_str(), "a");
-  if (!f_) throw std::runtime_error("cannot append to " + path);
+  if (!f_) throw std::runtime_error("cannot append to " + path + ": " + std::strerror(errno));
 }
 
 LossLog::~LossLog() {
@@ -44,7 +44,10 @@ void LossLog::row(int step, double loss, double grad_norm, double lr, double ms,
   std::fprintf(f_, ",%.17g,%.3f,", lr, ms);
   if (val_loss) std::fprintf(f_, fmt_, *val_loss);
   std::fputc('\n', f_);
-  std::fflush(f_);
+  // A full disk (or any write error) stops the run: a loss.csv that silently lost rows would lie.
+  if (std::fflush(f_) != 0 || std::ferror(f_))
+    throw std::runtime_error("cannot write " + path_ + " (" + std::strerror(errno) + "); the rows before step " +
+                             std::to_string(step) + " are kept");
 }
 
 int LossTable::column(const std::string& name) const {
@@ -54,35 +57,55 @@ int LossTable::column(const std::string& name) const {
 }
 
 LossTable read_loss_csv(const std::string& path) {
-  if (std::string why = input_file_problem(path); !why.empty())
-    throw std::runtime_error(why + " (is it a run directory written with --out?)");
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read '" + path + "' (is it a run directory written with --out?)");
+  std::string text;
+  try {
+    text = read_file(path);
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string(e.what()) + " (is it a run directory written with --out?)");
+  }
+  auto bad = [&](int lineno, const std::string& why) {
+    return std::runtime_error("'" + path + "' line " + std::to_string(lineno) + ": " + why);
+  };
+  std::istringstream in(text);
   LossTable t;
   std::string line, cell;
-  if (!std::getline(in, line)) throw std::runtime_error("'" + path + "' is empty");
+  auto next_line = [&]() {
+    if (!std::getline(in, line)) return false;
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // written on another system
+    return true;
+  };
+  if (!next_line()) throw std::runtime_error("'" + path + "' is empty");
   std::stringstream h(line);
   while (std::getline(h, cell, ',')) t.columns.push_back(cell);
   if (t.column("step") != 0 || t.column("loss") < 0)
     throw std::runtime_error("'" + path + "' is not a loss.csv (no step,loss header)");
+  const int loss = t.column("loss");
   int lineno = 1;
-  while (std::getline(in, line)) {
+  double previous = 0;
+  while (next_line()) {
     ++lineno;
     if (line.empty()) continue;
     std::vector<double> row;
-    std::stringstream s(line);
+    std::stringstream s(line + ",");  // the trailing comma keeps an empty last cell
     while (std::getline(s, cell, ',')) {
       if (cell.empty()) {
-        row.push_back(NAN);
+        row.push_back(NAN);  // a step without an evaluation
         continue;
       }
       char* end = nullptr;
       double v = std::strtod(cell.c_str(), &end);
-      if (*end)
-        throw std::runtime_error("'" + path + "' line " + std::to_string(lineno) + ": '" + cell + "' is not a number");
+      if (*end) throw bad(lineno, "'" + cell + "' is not a number");
       row.push_back(v);
     }
-    while (row.size() < t.columns.size()) row.push_back(NAN);
+    if (row.size() != t.columns.size())
+      throw bad(lineno, std::to_string(row.size()) + " cells for " + std::to_string(t.columns.size()) + " columns");
+    // Steps are positive integers in increasing order, losses finite: anything else is not a training log.
+    if (!(row[0] >= 1 && row[0] == std::floor(row[0]) && row[0] < 1e15))
+      throw bad(lineno, "step '" + std::to_string(row[0]) + "' is not a positive integer");
+    if (row[0] <= previous)
+      throw bad(lineno, "step " + std::to_string(int64_t(row[0])) + " does not follow the previous one");
+    if (!std::isfinite(row[loss])) throw bad(lineno, "the loss is not a finite number");
+    previous = row[0];
     t.rows.push_back(row);
   }
   return t;

@@ -1,7 +1,8 @@
 // loss.csv: one row per optimizer step — step, loss, grad_norm, lr, ms, val_loss — with numbers
 // printed to round-trip exactly (%.17g for f64 runs, %.9g for f32; lr always %.17g). ms is wall
 // clock and the only column that differs between two identical runs. val_loss is empty on steps
-// without an evaluation. Rows are flushed as they are written, so a crash keeps what was logged.
+// without an evaluation. Rows are flushed as they are written, so a crash keeps what was logged; a row
+// that cannot be written (a full disk) is an error, never a silent gap.
 #pragma once
 #include <cstdio>
 #include <optional>
@@ -21,6 +22,7 @@ class LossLog {
   void row(int step, double loss, double grad_norm, double lr, double ms, std::optional<double> val_loss);
 
  private:
+  std::string path_;
   std::FILE* f_ = nullptr;
   const char* fmt_;
 };

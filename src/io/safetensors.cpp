@@ -5,13 +5,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <stdexcept>
 #include <tuple>
 
 #include <fcntl.h>
 #include <unistd.h>
+
+#include "core/paths.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian; so must the host be");
 
@@ -25,8 +26,6 @@ const char* kMetadataKey = "__metadata__";
 std::runtime_error err(const std::string& path, const std::string& what) {
   return std::runtime_error("safetensors " + path + ": " + what);
 }
-
-std::string sys_error() { return std::strerror(errno); }
 
 // prod(shape) * elem, or throws on a negative dimension or overflow.
 size_t checked_nbytes(const std::vector<int64_t>& shape, size_t elem, const std::string& path,
@@ -99,16 +98,7 @@ void write_safetensors(const std::string& path, const std::vector<TensorEntry>& 
 // ---------------------------------------------------------------------------------------------
 // Reader
 
-SafetensorsFile SafetensorsFile::read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw err(path, "cannot open (" + sys_error() + ")");
-  std::streamoff size = in.tellg();
-  if (size < 0) throw err(path, "cannot determine file size");
-  std::vector<uint8_t> bytes(static_cast<size_t>(size));
-  in.seekg(0);
-  if (!in.read(reinterpret_cast<char*>(bytes.data()), size)) throw err(path, "read error");
-  return parse(std::move(bytes), path);
-}
+SafetensorsFile SafetensorsFile::read(const std::string& path) { return parse(read_file_bytes(path), path); }
 
 SafetensorsFile SafetensorsFile::parse(std::vector<uint8_t> bytes, const std::string& label) {
   SafetensorsFile f;

@@ -87,6 +87,32 @@ TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step) {
   return TrainConfig::from_json(ck.meta.at("config"));
 }
 
+void check_train_checkpoint(const std::string& dir_or_step, const TrainConfig& cfg, const ParamLayout& layout) {
+  LoadedCheckpoint ck = load_checkpoint(dir_or_step);
+  const std::string full = cfg.dtype == "f64" ? "F64" : "F32", model = cfg.mixed == "bf16" ? "BF16" : full;
+  std::vector<std::pair<std::string, std::string>> kinds = {{"model", model}};  // kind, dtype
+  if (cfg.mixed == "bf16" && cfg.master == "fp32") kinds.push_back({"master", full});
+  if (cfg.optimizer == "adamw") kinds.insert(kinds.end(), {{"adam_m", full}, {"adam_v", full}});
+  if (cfg.optimizer == "sgd" && cfg.momentum > 0) kinds.push_back({"momentum", full});
+  std::vector<unsigned char> tensor;
+  for (const auto& [kind, dtype] : kinds) {
+    const std::string file = kind == "model" ? "model.safetensors" : "optimizer.safetensors";
+    auto it = ck.files.find(file);
+    if (it == ck.files.end()) throw std::runtime_error("checkpoint " + ck.path + " has no " + file);
+    for (const TensorSpec& t : layout.tensors()) {
+      const std::string name = tensor_name(kind, t.name);
+      if (!it->second.has(name)) throw std::runtime_error("checkpoint " + ck.path + ": no tensor " + name);
+      if (it->second.shape(name) != t.shape)
+        throw std::runtime_error("checkpoint " + ck.path + ": tensor " + name + " has another shape than this model's");
+      tensor.resize(t.numel * dtype_size(dtype));
+      it->second.copy_to(name, dtype, tensor.data(), tensor.size());
+      if (const long bad = first_non_finite(dtype, tensor.data(), tensor.size()); bad >= 0)
+        throw std::runtime_error("checkpoint " + ck.path + ": tensor " + name + " holds NaN or Inf (element " +
+                                 std::to_string(bad) + "); a checkpoint of a diverged run cannot be used");
+    }
+  }
+}
+
 template <class T>
 int64_t load_train_checkpoint(const std::string& dir_or_step, const ParamLayout& layout, const NamedStores<T>& stores) {
   LoadedCheckpoint ck = load_checkpoint(dir_or_step);

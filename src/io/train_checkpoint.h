@@ -34,6 +34,11 @@ std::string save_train_checkpoint(const std::string& dir, int64_t step, const Tr
 // Reads the config stored in a checkpoint (DIR or a step dir); throws with a clear message.
 TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step = nullptr);
 
+// Checks every tensor the configuration's model states need (weights and optimizer states): present,
+// with this model's shape and the expected dtype, every value finite. Throws std::runtime_error with the
+// first problem. Run on every rank before any rank talks to another, so a bad checkpoint is one message.
+void check_train_checkpoint(const std::string& dir_or_step, const TrainConfig& cfg, const ParamLayout& layout);
+
 // Fills each store's range (full or a shard) from the checkpoint; returns its step. Throws on any mismatch.
 template <class T>
 int64_t load_train_checkpoint(const std::string& dir_or_step, const ParamLayout& layout, const NamedStores<T>& stores);

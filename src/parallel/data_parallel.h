@@ -42,13 +42,13 @@ class DataParallel : public UnitAccess<T> {
   const ShardLayout& shards() const { return shards_; }
   Strategy strategy() const { return strategy_; }
 
-  void begin_step();                  // zero gradients
+  void begin_step();  // zero gradients
   // Before each backward: is it the step's last backward? Then gradients sync as backward produces them
   // (keyed to the last backward, not the last forward, so schedules that run several forwards before
   // their backwards — a pipeline's 1F1B — still sync only once accumulation has ended).
   void begin_backward(bool last);
-  void finish_gradients();            // every reduction done: this rank's range holds the global sums
-  double grad_norm();                 // the same value on every rank
+  void finish_gradients();  // every reduction done: this rank's range holds the global sums
+  double grad_norm();       // the same value on every rank
   void optimizer_step(int64_t step, double lr, double grad_scale);
   double sum_over_ranks(double local);  // Σ over the dp group, added in rank order
   // Book the engine's communication in another ledger from now on (evaluation vs training).

@@ -7,6 +7,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "core/paths.h"
 #include "plan/activation_items.h"
 #include "plan/ledger_check.h"
 #include "plan/ledger_report.h"
@@ -182,18 +183,11 @@ void print_plan(std::ostream& out, const PlanRequest& o) {
 }
 
 int run_ledger(const std::string& path, std::ostream& out, std::ostream& err) {
-  std::ifstream f(path);
-  if (!f) {
-    err << "plan: cannot read ledger '" << path << "'\n";
-    return 2;
-  }
-  std::stringstream text;
-  text << f.rdbuf();
   LedgerCheck c;
   try {
-    c = check_ledger_text(text.str());
+    c = check_ledger_text(read_file(path, size_t(1) << 30));
   } catch (const std::exception& e) {
-    err << "plan: " << path << ": " << e.what() << "\n";
+    err << "shardlab plan: error: --ledger " << path << ": " << e.what() << "\n";
     return 2;
   }
   return print_ledger_check(out, path, c);

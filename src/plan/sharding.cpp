@@ -14,12 +14,10 @@ std::string term(std::uint64_t coeff, const char* over) {
 std::string layout_error(const Layout& l) {
   if (l.dp < 1) return "the data-parallel size must be at least 1";
   if (l.accum < 1) return "micro-batches per step must be at least 1";
-  if (l.strategy == Strategy::hybrid) {
-    if (l.ranks_per_node < 1) return "FSDP hybrid needs the ranks per node";
-    if (l.dp % l.ranks_per_node != 0)
-      return "FSDP hybrid needs ranks per node (" + std::to_string(l.ranks_per_node) +
-             ") to divide the data-parallel size (" + std::to_string(l.dp) + ")";
-  }
+  if (l.strategy == Strategy::hybrid && l.ranks_per_node < 1) return "FSDP hybrid needs the ranks per node";
+  if (l.ranks_per_node > 0 && l.dp % l.ranks_per_node != 0)  // as the trainer: nodes of K consecutive ranks
+    return "ranks per node (" + std::to_string(l.ranks_per_node) + ") must divide the data-parallel size (" +
+           std::to_string(l.dp) + ")";
   return "";
 }
 

@@ -4,13 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <stdexcept>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/paths.h"
 #include "io/loss_log.h"
 
 namespace shardlab {
@@ -18,9 +18,9 @@ namespace shardlab {
 namespace {
 
 std::string run_dtype(const std::string& dir) {
-  std::ifstream f(dir + "/config.json");
-  if (!f) return "";
-  nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+  const std::string path = dir + "/config.json";
+  if (!input_file_problem(path).empty()) return "";
+  nlohmann::json j = nlohmann::json::parse(read_file(path, size_t(16) << 20), nullptr, false);
   return j.is_object() && j.contains("dtype") && j["dtype"].is_string() ? j["dtype"].get<std::string>() : "";
 }
 

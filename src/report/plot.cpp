@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 
+#include "core/paths.h"
 #include "io/loss_log.h"
 
 namespace shardlab {
@@ -49,11 +49,13 @@ std::string plot_output_problem(const std::string& path, const std::vector<std::
       return "'" + path + "' is one of the inputs; give another --out";
   if (!fs::exists(path, ec)) return "";
   if (!fs::is_regular_file(path, ec)) return "'" + path + "' exists and is not a regular file; give another --out";
-  std::ifstream f(path);
-  std::string head(512, '\0');
-  f.read(head.data(), head.size());
-  head.resize(static_cast<size_t>(f.gcount()));
-  if (head.find(kPlotMark) == std::string::npos)
+  std::string head;
+  try {
+    head = read_file(path, size_t(64) << 20);
+  } catch (const std::exception& e) {
+    return std::string(e.what()) + "; give another --out";
+  }
+  if (head.substr(0, 512).find(kPlotMark) == std::string::npos)
     return "'" + path + "' exists and was not drawn by shardlab; it is never replaced: give another --out";
   return "";
 }

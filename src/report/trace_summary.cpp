@@ -5,11 +5,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "core/paths.h"
 
 namespace shardlab {
 
@@ -50,9 +51,9 @@ double overlap(const Intervals& a, const Intervals& b) {  // both merged
 
 int print_trace_summary(const std::string& run_dir) {
   const std::string path = run_dir + "/trace.json";
-  std::ifstream f(path);
-  if (!f) throw std::runtime_error("cannot read " + path + " (train with --trace on --out " + run_dir + ")");
-  nlohmann::json doc = nlohmann::json::parse(f, nullptr, false);
+  if (input_file_problem(path).find("does not exist") != std::string::npos)
+    throw std::runtime_error(path + " does not exist (train with --trace on --out " + run_dir + ")");
+  nlohmann::json doc = nlohmann::json::parse(read_file(path), nullptr, false);
   if (doc.is_discarded() || !doc.contains("traceEvents")) throw std::runtime_error(path + " is not a trace.json");
   struct Rank {
     Intervals compute, comm;

@@ -1,6 +1,7 @@
 // Resolving --resume (see resume.h).
 #include "train/resume.h"
 
+#include "io/checkpoint.h"
 #include "io/train_checkpoint.h"
 #include "train/run_dirs.h"
 
@@ -43,8 +44,14 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
   if (merged.steps <= resume_step)
     return "--steps " + std::to_string(merged.steps) + " is not beyond the checkpoint's step " +
            std::to_string(resume_step) + " (--steps counts the total)";
-  merged.resume = cfg.resume;
-  merged.run_id = checkpoint_run_id(cfg.resume);  // the run continues (its own directories are its to continue)
+  // Every tensor the run will load, checked now — on every rank alike, before any rank talks to another —
+  // so a bad checkpoint is one message, not an abort in the middle of a collective.
+  check_train_checkpoint(cfg.resume, merged, ParamLayout(merged.model));
+  // The exact step directory: the run's config.toml then names what it really resumed from.
+  merged.resume = resolve_step_dir(cfg.resume);
+  // The run continues (its own directories are its to continue); a checkpoint from before run ids gets a new one.
+  const std::string id = checkpoint_run_id(cfg.resume);
+  merged.run_id = id.empty() ? cfg.run_id : id;
   cfg = merged;
   return "";
 }

@@ -13,8 +13,9 @@
 namespace shardlab {
 
 // cfg.resume names the checkpoint; args are the command line. On success cfg is the resolved
-// configuration, resume_step the checkpoint's step, and the result "". Reads and verifies the
-// checkpoint (throws std::runtime_error on a damaged one); returns one sentence on a mismatch.
+// configuration (cfg.resume the exact step directory), resume_step the checkpoint's step, and the result
+// "". Reads and verifies the checkpoint — every file's checksum, every tensor's shape, dtype and finiteness
+// — and throws std::runtime_error on a damaged one; returns one sentence on a configuration mismatch.
 std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cfg, int64_t& resume_step);
 
 }  // namespace shardlab

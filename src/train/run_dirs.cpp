@@ -1,6 +1,7 @@
 // Claiming a run's output directories (see run_dirs.h).
 #include "train/run_dirs.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -10,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/paths.h"
 #include "io/checkpoint.h"
 #include "io/loss_log.h"
 
@@ -33,9 +35,13 @@ std::string new_run_id() {
 
 namespace {
 
+// A small JSON file shardlab wrote (config.json, meta.json); null when unreadable or not JSON.
 nlohmann::json read_json(const fs::path& p) {
-  std::ifstream f(p);
-  return f ? nlohmann::json::parse(f, nullptr, false) : nlohmann::json();
+  try {
+    return nlohmann::json::parse(read_file(p.string(), size_t(1) << 24), nullptr, false);
+  } catch (const std::exception&) {
+    return nlohmann::json();
+  }
 }
 
 std::string run_id_in(const nlohmann::json& j) {
@@ -47,33 +53,49 @@ bool same_file(const fs::path& a, const fs::path& b) {
   return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec);
 }
 
+// Is `inner` the directory `outer` or inside it (after resolving what exists)?
+bool inside(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  const fs::path a = fs::weakly_canonical(fs::absolute(inner), ec), b = fs::weakly_canonical(fs::absolute(outer), ec);
+  auto ai = a.begin(), bi = b.begin();
+  for (; bi != b.end() && !bi->empty(); ++ai, ++bi)
+    if (ai == a.end() || *ai != *bi) return false;
+  return true;
+}
+
 const char* kHow = "give a new directory, or --overwrite to replace them";
 
 // --out DIR: "" if the run may write its files there.
 std::string check_out(const TrainConfig& cfg, int64_t resume_step) {
   const fs::path dir(cfg.out);
+  std::error_code ec;
   std::vector<std::string> present;
-  for (const std::string& f : kRunOutputFiles)
-    if (fs::exists(dir / f)) present.push_back(f);
+  for (const std::string& f : kRunOutputFiles) {
+    if (!fs::exists(dir / f, ec) && !fs::is_symlink(dir / f, ec)) continue;
+    if (!fs::is_regular_file(dir / f, ec) || fs::is_symlink(dir / f, ec))
+      return "--out " + cfg.out + " holds " + f + ", which is not a regular file shardlab wrote; give a new directory";
+    present.push_back(f);
+  }
   if (present.empty()) return "";
-  const std::string owner = run_id_in(read_json(dir / "config.json"));
-  if (owner.empty())
+  const nlohmann::json config = read_json(dir / "config.json");
+  if (!config.is_object() || !config.contains("run_id"))
     return "--out " + cfg.out + " holds " + present.front() +
            " that no shardlab run wrote (no config.json with a run id); shardlab never replaces it: give a new "
            "directory";
   if (cfg.overwrite) return "";
+  const std::string owner = run_id_in(config);
   int64_t last = 0;
   try {
     LossTable t = read_loss_csv((dir / "loss.csv").string());
     if (!t.rows.empty()) last = static_cast<int64_t>(t.rows.back()[0]);
   } catch (const std::exception&) {}
-  if (owner == cfg.run_id && last <= resume_step) return "";  // this run, continued
+  const bool mine = !owner.empty() && owner == cfg.run_id;
+  if (mine && last <= resume_step) return "";  // this run, continued
   const std::string what =
-      "the files of " + std::string(owner == cfg.run_id ? "this run up to step " : "run ") +
-      (owner == cfg.run_id ? std::to_string(last) : owner + " (" + std::to_string(last) + " steps)");
+      "the files of " + std::string(mine ? "this run up to step " : "run ") +
+      (mine ? std::to_string(last) : (owner.empty() ? "?" : owner) + " (" + std::to_string(last) + " steps)");
   return "--out " + cfg.out + " holds " + what +
-         (owner == cfg.run_id ? ", after the step this resume starts from (" + std::to_string(resume_step) + ")" : "") +
-         "; " + kHow;
+         (mine ? ", after the step this resume starts from (" + std::to_string(resume_step) + ")" : "") + "; " + kHow;
 }
 
 // --save DIR: "" if the run may save checkpoints there.
@@ -81,58 +103,92 @@ std::string check_save(const TrainConfig& cfg, int64_t resume_step) {
   const fs::path dir(cfg.save);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return "";
-  // Anything named like a checkpoint that is not one (no meta.json) was not written by shardlab.
+  // Everything that looks like a checkpoint must be one of shardlab's, holding only its own files:
+  // those are the only things a save or --keep-last ever replaces or removes.
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    const bool leftover =
-        name.size() > 4 && (name.substr(name.size() - 4) == ".tmp" || name.substr(name.size() - 4) == ".old");
-    if (name.rfind("step_", 0) == 0 && !leftover && !fs::exists(e.path() / "meta.json", ec))
-      return "--save " + cfg.save + " holds " + name + ", which is not a shardlab checkpoint; give a new directory";
+    const int64_t step = step_of_dir_name(name);  // only step_NNNNNN and step_NNNNNN.old are ever replaced
+    if (step < 0 || (name != step_dir_name(step) && name != step_dir_name(step) + ".old")) continue;
+    if (!is_own_checkpoint(e.path().string()))
+      return "--save " + cfg.save + " holds " + name +
+             ", which is not (only) a shardlab checkpoint; shardlab never replaces it: give a new directory";
   }
-  const std::vector<int64_t> steps = checkpoint_steps(cfg.save);
-  if (steps.empty()) return "";
+  std::string latest;
+  try {
+    latest = read_latest(cfg.save);
+  } catch (const std::runtime_error& e) {
+    return "--save " + cfg.save + ": " + e.what() + "; give a new directory";
+  }
+  std::vector<int64_t> steps = checkpoint_steps(cfg.save);
+  for (const auto& e : fs::directory_iterator(dir, ec)) {  // a step that survives only as NAME.old counts too
+    const std::string name = e.path().filename().string();
+    if (name.size() > 4 && name.substr(name.size() - 4) == ".old" && step_of_dir_name(name) >= 0)
+      steps.push_back(step_of_dir_name(name));
+  }
+  if (steps.empty() && latest.empty()) return "";
   if (cfg.overwrite) return "";
-  const std::string owner = run_id_in(read_json(dir / step_dir_name(steps.back()) / "meta.json"));
-  if (owner == cfg.run_id && steps.back() <= resume_step) return "";  // this run, continued
-  if (owner == cfg.run_id)
-    return "--save " + cfg.save + " holds checkpoints of this run up to step " + std::to_string(steps.back()) +
+  std::sort(steps.begin(), steps.end());
+  std::string owner;
+  try {
+    owner = run_id_in(read_json(fs::path(resolve_step_dir(cfg.save)) / "meta.json"));
+  } catch (const std::exception&) {}
+  const int64_t newest = steps.empty() ? 0 : steps.back();
+  const bool mine = !owner.empty() && owner == cfg.run_id;
+  if (mine && newest <= resume_step) return "";  // this run, continued
+  if (mine)
+    return "--save " + cfg.save + " holds checkpoints of this run up to step " + std::to_string(newest) +
            ", after the step this resume starts from (" + std::to_string(resume_step) + "), which it would replace; " +
            kHow;
-  return "--save " + cfg.save + " holds the checkpoints of another run (steps " + std::to_string(steps.front()) + ".." +
-         std::to_string(steps.back()) + "); " + kHow;
+  return "--save " + cfg.save + " holds the checkpoints of another run (steps " +
+         (steps.empty() ? std::string("?") : std::to_string(steps.front()) + ".." + std::to_string(newest)) + "); " +
+         kHow;
 }
 
 }  // namespace
 
 std::string checkpoint_run_id(const std::string& dir_or_step) {
-  fs::path p(dir_or_step);
-  if (!fs::exists(p / "meta.json")) {
-    std::string latest;
-    std::ifstream(p / "latest") >> latest;
-    p /= latest;
-  }
-  return run_id_in(read_json(p / "meta.json"));
+  return run_id_in(read_json(fs::path(resolve_step_dir(dir_or_step)) / "meta.json"));
 }
 
 std::string RunDirs::claim(const TrainConfig& cfg, int64_t resume_step, const std::vector<std::string>& inputs) {
-  for (const std::string& in : inputs)
+  for (const std::string& in : inputs) {
+    if (in.empty()) continue;
     for (const std::string& f : kRunOutputFiles)
       if (!cfg.out.empty() && same_file(in, fs::path(cfg.out) / f))
         return "'" + in + "' is an input of this run and --out " + cfg.out + " would replace it; give another --out";
+    if (!cfg.save.empty() && inside(in, cfg.save))
+      return "'" + in + "' is an input of this run inside --save " + cfg.save +
+             ", whose checkpoints the run replaces and prunes; keep inputs elsewhere";
+  }
+  if (!cfg.out.empty() && !cfg.save.empty() && !same_file(cfg.out, cfg.save) && inside(cfg.out, cfg.save))
+    return "--out " + cfg.out + " is inside --save " + cfg.save + ", which holds only checkpoints; give another --out";
   const std::pair<const std::string*, std::string (*)(const TrainConfig&, int64_t)> dirs[] = {{&cfg.out, check_out},
                                                                                               {&cfg.save, check_save}};
   // Checked before anything is created (a refused run leaves no trace), then locked, then checked again
-  // under the lock (another run may have written in between).
+  // under the lock (another run may have written in between). A directory this claim created is removed
+  // again if the claim fails.
   for (const auto& [dir, check] : dirs)
     if (!dir->empty())
       if (std::string why = check(cfg, resume_step); !why.empty()) return why;
+  std::vector<fs::path> created;
+  auto refuse = [&](const std::string& why) {
+    locks_.clear();
+    std::error_code ec;
+    for (auto it = created.rbegin(); it != created.rend(); ++it) {
+      fs::remove(*it / DirectoryLock::kFileName, ec);
+      fs::remove(*it, ec);  // only if empty: never anything else
+    }
+    return why;
+  };
   for (const auto& [dir, check] : dirs) {
     if (dir->empty()) continue;
     if (!(dir == &cfg.save && same_file(cfg.save, cfg.out))) {  // one lock per directory
+      std::error_code ec;
+      for (fs::path p = fs::absolute(*dir); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) created.push_back(p);
       locks_.emplace_back();
-      if (std::string why = locks_.back().acquire(*dir); !why.empty()) return why;
+      if (std::string why = locks_.back().acquire(*dir); !why.empty()) return refuse(why);
     }
-    if (std::string why = check(cfg, resume_step); !why.empty()) return why;
+    if (std::string why = check(cfg, resume_step); !why.empty()) return refuse(why);
   }
   return "";
 }

@@ -3,8 +3,8 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 
+#include "core/paths.h"
 #include "io/checkpoint.h"
 #include "io/files.h"
 #include "report/plot.h"
@@ -27,8 +27,10 @@ void RunOutputs::begin(const std::string& header) {
   std::printf("%s\n", header.c_str());
   if (cfg_.out.empty()) return;
   // The directory was claimed (train/run_dirs.h): its loss.csv continues only if it is this run's own.
-  std::ifstream previous(cfg_.out + "/config.json");
-  const nlohmann::json before = previous ? nlohmann::json::parse(previous, nullptr, false) : nlohmann::json();
+  const std::string previous = cfg_.out + "/config.json";
+  const nlohmann::json before = input_file_problem(previous).empty()
+                                    ? nlohmann::json::parse(read_file(previous, size_t(16) << 20), nullptr, false)
+                                    : nlohmann::json();
   const bool own = before.is_object() && before.value("run_id", "") == cfg_.run_id;
   nlohmann::json config = cfg_.to_json();
   config["run_id"] = cfg_.run_id;

@@ -8,7 +8,9 @@
 
 namespace shardlab {
 
-void add_train_flags(Flags& f, TrainConfig& c) {
+namespace {
+
+void model_flags(Flags& f, TrainConfig& c) {
   f.group("Model");
   f.add("--layers", c.model.layers, "transformer blocks L");
   f.add("--hidden", c.model.hidden, "hidden size C");
@@ -16,6 +18,36 @@ void add_train_flags(Flags& f, TrainConfig& c) {
   f.add("--seq", c.model.seq, "sequence length T");
   f.add("--vocab", c.model.vocab, "vocabulary size (tokens are bytes)");
   f.add("--dropout", c.model.dropout, "dropout probability");
+}
+
+void precision_flags(Flags& f, TrainConfig& c) {
+  f.group("Precision");
+  f.choice("--dtype", c.dtype, {"f32", "f64"}, "compute type");
+  f.choice("--mixed", c.mixed, {"none", "bf16"}, "bf16: bf16 params and grads, fp32 optimizer states");
+  f.choice("--grad-accum-dtype", c.grad_accum_dtype, {"bf16", "fp32"}, "gradient storage with --mixed bf16");
+  f.choice("--master", c.master, {"fp32", "none"}, "fp32 master weights with --mixed bf16");
+  f.group("Activations");
+  f.choice("--attention", c.attention, {"naive", "flash"},
+           "attention kernel: naive keeps the s×s probabilities, flash only a log-sum-exp");
+  f.choice("--recompute", c.recompute, {"none", "selective", "full"},
+           "recompute in backward: selective the attention probabilities, full each block's forward");
+}
+
+}  // namespace
+
+void add_bench_flags(Flags& f, TrainConfig& c) {
+  model_flags(f, c);
+  f.group("Batch");
+  f.add("--micro-batch", c.micro_batch, "samples per forward/backward");
+  precision_flags(f, c);
+  f.group("Run");
+  f.add("--seed", c.seed, "random seed: weights and tokens");
+  f.add("--steps", c.steps, "timed steps (after one warm-up step)");
+  f.flag("--force-memory", c.force_memory, "start even when the memory estimate exceeds what the machine has");
+}
+
+void add_train_flags(Flags& f, TrainConfig& c) {
+  model_flags(f, c);
   f.group("Batch");
   f.add("--micro-batch", c.micro_batch, "samples per forward/backward");
   f.add("--global-batch", c.global_batch, "samples per optimizer step (a multiple of micro-batch × dp)");
@@ -31,16 +63,7 @@ void add_train_flags(Flags& f, TrainConfig& c) {
   f.add("--eps", c.eps, "AdamW epsilon");
   f.add("--momentum", c.momentum, "SGD momentum; 0 keeps no state");
   f.add("--clip", c.clip, "clip the global gradient norm to this; 0 = off");
-  f.group("Precision");
-  f.choice("--dtype", c.dtype, {"f32", "f64"}, "compute type");
-  f.choice("--mixed", c.mixed, {"none", "bf16"}, "bf16: bf16 params and grads, fp32 optimizer states");
-  f.choice("--grad-accum-dtype", c.grad_accum_dtype, {"bf16", "fp32"}, "gradient storage with --mixed bf16");
-  f.choice("--master", c.master, {"fp32", "none"}, "fp32 master weights with --mixed bf16");
-  f.group("Activations");
-  f.choice("--attention", c.attention, {"naive", "flash"},
-           "attention kernel: naive keeps the s×s probabilities, flash only a log-sum-exp");
-  f.choice("--recompute", c.recompute, {"none", "selective", "full"},
-           "recompute in backward: selective the attention probabilities, full each block's forward");
+  precision_flags(f, c);
   f.group("Layout");
   f.add("--dp", c.dp, "data-parallel ranks (0: the whole world)");
   f.add("--zero", c.zero, "ZeRO stage 0 | 1 | 2 | 3");
@@ -91,7 +114,8 @@ std::string validate_train_config(const TrainConfig& c) {
   if (!(c.lr > 0)) return "--lr must be positive";
   if (c.warmup < 0 || c.eval_every < 0 || c.eval_windows < 0 || c.save_every < 0 || c.keep_last < 0)
     return "--warmup, --eval-every, --eval-windows, --save-every and --keep-last must not be negative";
-  if (c.comm_timeout < 0) return "--comm-timeout must not be negative (0 waits forever)";
+  if (!(c.comm_timeout == 0 || c.comm_timeout >= 1))
+    return "--comm-timeout must be 0 (wait for ever) or at least 1 second (a shorter one would end healthy jobs)";
   if (c.clip < 0 || c.weight_decay < 0 || c.eps <= 0) return "--clip and --weight-decay must be ≥ 0 and --eps > 0";
   if (c.beta1 < 0 || c.beta1 >= 1 || c.beta2 < 0 || c.beta2 >= 1) return "--beta1 and --beta2 must be in [0, 1)";
   if (c.momentum < 0 || c.momentum >= 1) return "--momentum must be in [0, 1)";

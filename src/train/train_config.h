@@ -78,6 +78,8 @@ struct TrainConfig {
 // Every train flag, bound to the fields of cfg, in its help group, and --config FILE (a TOML file of the
 // same flags, e.g. a run's DIR/config.toml; flags on the command line override it).
 void add_train_flags(Flags& flags, TrainConfig& cfg);
+// The flags `shardlab bench` takes: the model, the micro-batch, precision, activations, seed, steps.
+void add_bench_flags(Flags& flags, TrainConfig& cfg);
 // Parse `train` flags (and the --config file they name) onto cfg; args exclude the command.
 // "" on success, else one sentence naming the flag.
 std::string parse_train_args(const std::vector<std::string>& args, TrainConfig& cfg);

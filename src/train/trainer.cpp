@@ -49,7 +49,7 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
   DataParallel<T> engine(cfg, layout, grid, ledgers.memory, ledgers.trace);
   ModelChunk<T> model(cfg.model, layout, ChunkSpec::whole(cfg.model), cfg.micro_batch, cfg.activation_policy(),
                       ledgers.memory);
-  if (resume_step > 0) engine.load_checkpoint(cfg.resume);
+  if (!cfg.resume.empty()) engine.load_checkpoint(cfg.resume);  // also a checkpoint of step 0
 
   const int B = cfg.micro_batch, Tn = cfg.model.seq;
   const int per_rank = cfg.global_batch / dp, accum = per_rank / B;

@@ -6,7 +6,8 @@
 #      so that the learning rate does not depend on --steps (cosine decay would, by design).
 #  (b) the checkpoint directory: latest, step_000004/8/12, meta.json with format_version, step,
 #      config and a sha256 per file that matches the file.
-#  (c) leftovers of an interrupted save (step_NNNNNN.tmp/, latest.tmp) don't stop a resume.
+#  (c) leftovers of an interrupted save don't stop a resume, are cleared by the next save, and
+#      look-alike files a person made are never touched.
 #  (d) eval of a checkpoint (DIR and DIR/step_NNNNNN); (e) sample, deterministic per seed.
 #  (f) model.safetensors is well formed (shapes × dtype sizes = byte ranges, expected names).
 #  (g) a copied checkpoint directory resumes into itself and leaves the original alone.
@@ -203,17 +204,30 @@ EOF
 fi
 
 # ---------------------------------------------------------------- (c) leftovers of an interrupted save
-mkdir -p "$CK/step_000016.tmp" "$CK/step_000014.tmp"
+# Scratch of a killed save (unique names) is cleared by the next save; look-alikes a person made
+# (step_000016.tmp/, latest.tmp) are never touched and never in the way.
+mkdir -p "$CK/step_000016.tmp-k1Ll3d" "$CK/step_000014.tmp-Xy12ab" "$CK/step_000016.tmp" "$CK/step_000014.tmp"
+head -c 1000 /dev/urandom >"$CK/step_000016.tmp-k1Ll3d/model.safetensors"
+echo '{"half": ' >"$CK/step_000014.tmp-Xy12ab/meta.json"
+printf 'step_000016\n' >"$CK/latest.tmp-Qq9zZ0"
+echo mine >"$CK/step_000014.tmp/notes.txt"
 head -c 1000 /dev/urandom >"$CK/step_000016.tmp/model.safetensors"
-echo garbage >"$CK/step_000014.tmp/garbage.bin"
 printf 'garbage\0\377 not a step\n' >"$CK/latest.tmp"
+name="(c) leftovers of a killed save and look-alike user files don't prevent --resume ckA --steps 14"
 if "$S" train --resume "$CK" --steps 14 --save "$CK" --out "$tmp/C" --progress none >"$tmp/logC" 2>&1 &&
-   [ "$(cat "$CK/latest")" = step_000014 ] && [ ! -e "$CK/step_000014/garbage.bin" ] &&
+   [ "$(cat "$CK/latest")" = step_000014 ] &&
    [ "$(tail -n +2 "$tmp/C/loss.csv" | cut -d, -f1 | tr '\n' ' ')" = "13 14 " ]; then
-  ok "(c) stale step_000016.tmp/, step_000014.tmp/ and latest.tmp don't prevent --resume ckA --steps 14"
+  ok "$name"
 else
-  fail "(c) stale step_000016.tmp/, step_000014.tmp/ and latest.tmp don't prevent --resume ckA --steps 14" \
-    "$(last "$tmp/logC") latest: $(cat "$CK/latest" 2>/dev/null)"
+  fail "$name" "$(last "$tmp/logC") latest: $(cat "$CK/latest" 2>/dev/null)"
+fi
+name="(c) the save cleared its own scratch and left the user's look-alikes as they were"
+if [ ! -e "$CK/step_000016.tmp-k1Ll3d" ] && [ ! -e "$CK/step_000014.tmp-Xy12ab" ] && [ ! -e "$CK/latest.tmp-Qq9zZ0" ] &&
+   [ "$(cat "$CK/step_000014.tmp/notes.txt")" = mine ] && [ -s "$CK/step_000016.tmp/model.safetensors" ] &&
+   [ -e "$CK/latest.tmp" ]; then
+  ok "$name"
+else
+  fail "$name" "$(ls -a "$CK" | tr '\n' ' ')"
 fi
 if "$S" eval --load "$CK" --data "$tmp/small.txt" >/dev/null 2>&1; then
   ok "(c) the checkpoint saved next to the leftovers loads (eval)"

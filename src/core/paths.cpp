@@ -1,0 +1,69 @@
+// Checking and reading input files (see paths.h). The check and the read use one open file, so a path
+// that changes between them cannot slip a FIFO or a device past the check.
+#include "core/paths.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+namespace shardlab {
+
+namespace {
+std::string kind_problem(const std::string& path, const struct stat& st) {
+  if (S_ISDIR(st.st_mode)) return "'" + path + "' is a directory, not a file";
+  if (!S_ISREG(st.st_mode))
+    return "'" + path + "' is not a regular file (" +
+           (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+            : S_ISFIFO(st.st_mode)                     ? "a FIFO"
+                                                       : "a socket or other special file") +
+           ")";
+  return "";
+}
+}  // namespace
+
+std::string input_file_problem(const std::string& path) {
+  struct stat st {};
+  if (path.empty()) return "no file named";
+  if (::stat(path.c_str(), &st) != 0) return "'" + path + "' does not exist";
+  if (std::string why = kind_problem(path, st); !why.empty()) return why;
+  if (::access(path.c_str(), R_OK) != 0) return "'" + path + "' cannot be read (permission denied)";
+  return "";
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path, size_t max_bytes) {
+  if (std::string why = input_file_problem(path); !why.empty()) throw std::runtime_error(why);
+  // O_NONBLOCK: should the path have become a FIFO since the check, opening it does not wait for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) throw std::runtime_error("'" + path + "' cannot be opened (" + std::strerror(errno) + ")");
+  struct stat st {};
+  std::string why = ::fstat(fd, &st) != 0 ? "'" + path + "' cannot be examined" : kind_problem(path, st);
+  if (why.empty() && static_cast<size_t>(st.st_size) > max_bytes)
+    why = "'" + path + "' has " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) +
+          " such a file may hold";
+  std::vector<uint8_t> bytes;
+  if (why.empty()) {
+    bytes.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < bytes.size()) {
+      const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (got != bytes.size()) why = "'" + path + "' could not be read whole";
+  }
+  ::close(fd);
+  if (!why.empty()) throw std::runtime_error(why);
+  return bytes;
+}
+
+std::string read_file(const std::string& path, size_t max_bytes) {
+  const std::vector<uint8_t> b = read_file_bytes(path, max_bytes);
+  return std::string(b.begin(), b.end());
+}
+
+}  // namespace shardlab
