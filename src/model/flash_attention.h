@@ -26,6 +26,7 @@
 namespace shardlab {
 
 constexpr int kFlashQueryBlock = 64, kFlashKeyBlock = 256;
+static_assert(kFlashKeyBlock % kFlashQueryBlock == 0, "every visited key block then holds ≥ 1 key of each query row");
 
 // Scratch elements the pair needs: two (query block × key block) tiles and two rows of statistics.
 inline size_t flash_scratch_elements() { return 2 * size_t(kFlashQueryBlock) * kFlashKeyBlock + 2 * kFlashQueryBlock; }
@@ -35,6 +36,7 @@ template <class T>
 void flash_attention_forward(T* out, T* lse, const T* qkv, AttentionDims d, const Dropout& drop, T* scratch) {
   using Arr = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Tile = Eigen::Map<Arr, 0, Eigen::OuterStride<>>;
+  using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   const int Tn = d.T, C = d.C, HD = d.HD(), C3 = 3 * C;
   const T scale = T(1) / std::sqrt(T(HD));
   T* S = scratch;                                                  // (Br, Bc)
@@ -59,15 +61,17 @@ void flash_attention_forward(T* out, T* lse, const T* qkv, AttentionDims d, cons
           for (int i = 0; i < rows; ++i) {
             T* s = S + size_t(i) * cols;
             const int valid = std::min(cols, r0 + i + 1 - c0);  // key j sees query i iff j ≤ i
-            T mx = m[i];
-            for (int j = 0; j < valid; ++j) mx = std::max(mx, s[j]);
-            const T rescale = std::exp(m[i] - mx);  // 0 on the first block (m = -inf)
-            T sum = 0;
-            for (int j = 0; j < valid; ++j) sum += (s[j] = std::exp(s[j] - mx));
-            std::fill(s + std::max(valid, 0), s + cols, T(0));
-            l[i] = l[i] * rescale + sum;
-            m[i] = mx;
-            O.row(i) *= rescale;
+            Row row(s, valid);
+            const T mx = std::max(m[i], row.maxCoeff());
+            row = (row - mx).exp();
+            std::fill(s + valid, s + cols, T(0));
+            if (mx != m[i]) {  // the running maximum grew: rescale what was summed so far (0 on the first block)
+              const T rescale = std::exp(m[i] - mx);
+              l[i] *= rescale;
+              O.row(i) *= rescale;
+              m[i] = mx;
+            }
+            l[i] += row.sum();
             if (drop.active())
               drop.apply(s, s, static_cast<size_t>(cols), drop.attention_index(b, h, size_t(r0 + i) * Tn + c0));
           }
@@ -86,6 +90,7 @@ template <class T>
 void flash_attention_backward(T* d_qkv, const T* d_out, const T* out, const T* qkv, const T* lse, AttentionDims d,
                               const Dropout& drop, T* scratch) {
   using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+  using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   const int Tn = d.T, C = d.C, HD = d.HD(), C3 = 3 * C;
   const T scale = T(1) / std::sqrt(T(HD));
   T* P = scratch;                                               // (Br, Bc): P, then dropout(P)
@@ -111,15 +116,17 @@ void flash_attention_backward(T* d_qkv, const T* d_out, const T* out, const T* q
           for (int i = 0; i < rows; ++i) {
             T *p = P + size_t(i) * cols, *g = dP + size_t(i) * cols;
             const int valid = std::min(cols, r0 + i + 1 - c0);
-            for (int j = 0; j < valid; ++j) p[j] = std::exp(p[j] - L[r0 + i]);
-            std::fill(p + std::max(valid, 0), p + cols, T(0));
+            Row pr(p, valid), gr(g, valid);
+            pr = (pr - L[r0 + i]).exp();
+            std::fill(p + valid, p + cols, T(0));
             if (drop.active()) {  // dP = dropout(dO·Vᵀ); p keeps P for dS, the dropped P goes to dV below
               const uint64_t first = drop.attention_index(b, h, size_t(r0 + i) * Tn + c0);
-              drop.apply(g, g, static_cast<size_t>(cols), first);
+              drop.apply(g, g, static_cast<size_t>(valid), first);
             }
-            for (int j = 0; j < cols; ++j) g[j] = j < valid ? p[j] * (g[j] - D[i]) : T(0);  // dS
+            gr = pr * (gr - D[i]);  // dS
+            std::fill(g + valid, g + cols, T(0));
             if (drop.active())
-              drop.apply(p, p, static_cast<size_t>(cols), drop.attention_index(b, h, size_t(r0 + i) * Tn + c0));
+              drop.apply(p, p, static_cast<size_t>(valid), drop.attention_index(b, h, size_t(r0 + i) * Tn + c0));
           }
           gemm(true, false, cols, HD, rows, T(1), P, cols, dO + size_t(r0) * C, C, T(1), dv + size_t(c0) * C3, C3);
           gemm(false, false, rows, HD, cols, scale, dP, cols, k + size_t(c0) * C3, C3, T(1), dq + size_t(r0) * C3, C3);
