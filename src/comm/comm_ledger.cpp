@@ -18,8 +18,9 @@ const char* axis_name(Axis a) {
 }
 
 CommCall& CommLedger::begin(const std::string& op, Axis axis, const std::string& impl, uint64_t elements,
-                            uint64_t elem_bytes) {
+                            uint64_t elem_bytes, const std::string& purpose) {
   CommCall c;
+  c.purpose = purpose;
   c.seq = seq_++;
   c.op = op;
   c.axis = axis;
@@ -52,14 +53,14 @@ CommCall CommLedger::total_since(uint64_t from_seq, const std::string& op, const
 }
 
 nlohmann::json CommLedger::to_json(size_t max_calls) const {
-  std::map<std::tuple<std::string, std::string, std::string>, std::pair<uint64_t, CommCall>> groups;
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::pair<uint64_t, CommCall>> groups;
   for (const CommCall& c : calls_) {
-    auto& g = groups[{c.op, axis_name(c.axis), c.impl}];
+    auto& g = groups[{c.op, axis_name(c.axis), c.impl, c.purpose}];
     ++g.first;
     accumulate(g.second, c);
   }
   nlohmann::json totals = nlohmann::json::array();
-  for (const auto& [key, g] : groups)
+  for (const auto& [key, g] : groups) {
     totals.push_back({{"op", std::get<0>(key)},
                       {"axis", std::get<1>(key)},
                       {"impl", std::get<2>(key)},
@@ -69,6 +70,8 @@ nlohmann::json CommLedger::to_json(size_t max_calls) const {
                       {"sent_inter", g.second.sent_inter},
                       {"recv_intra", g.second.recv_intra},
                       {"recv_inter", g.second.recv_inter}});
+    if (!std::get<3>(key).empty()) totals.back()["purpose"] = std::get<3>(key);
+  }
   nlohmann::json calls = nlohmann::json::array();
   size_t first = calls_.size() > max_calls ? calls_.size() - max_calls : 0;
   for (size_t i = first; i < calls_.size(); ++i) {
@@ -83,6 +86,7 @@ nlohmann::json CommLedger::to_json(size_t max_calls) const {
                      {"sent_inter", c.sent_inter},
                      {"recv_intra", c.recv_intra},
                      {"recv_inter", c.recv_inter}});
+    if (!c.purpose.empty()) calls.back()["purpose"] = c.purpose;
   }
   return {{"totals", totals}, {"calls", calls}, {"calls_total", calls_.size()}, {"calls_kept", calls_.size() - first}};
 }

@@ -124,6 +124,7 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
     trace_ = o.trace_;
     mem_ = o.mem_;
     impl_ = o.impl_;
+    purpose_ = o.purpose_;
     owned_ = o.owned_;
     rank_ = o.rank_;
     size_ = o.size_;
@@ -162,7 +163,7 @@ std::vector<int> detect_node_of_rank() {
 int Communicator::next_tag() { return kMaxUserTag + 1 + static_cast<int>(coll_seq_++ % (32767 - kMaxUserTag)); }
 
 CommCall* Communicator::record(const char* op, size_t elements, size_t elem_bytes, const char* impl) {
-  return ledger_ ? &ledger_->begin(op, axis_, impl, elements, elem_bytes) : nullptr;
+  return ledger_ ? &ledger_->begin(op, axis_, impl, elements, elem_bytes, purpose_) : nullptr;
 }
 
 std::string Communicator::trace_name(const char* op, size_t bytes) const {

@@ -78,6 +78,18 @@ class Communicator {
   void set_memory_ledger(MemoryLedger* mem) { mem_ = mem; }
   // Book later calls in another comm ledger (e.g. evaluation's traffic apart from training's).
   void set_ledger(CommLedger* ledger) { ledger_ = ledger; }
+  // While alive, this communicator's calls are booked with a purpose (CommCall::purpose).
+  class Purpose {
+   public:
+    Purpose(Communicator& c, const char* purpose) : c_(c), before_(c.purpose_) { c.purpose_ = purpose; }
+    ~Purpose() { c_.purpose_ = before_; }
+    Purpose(const Purpose&) = delete;
+    Purpose& operator=(const Purpose&) = delete;
+
+   private:
+    Communicator& c_;
+    const char* before_;
+  };
 
   // ---- Point to point (blocking). T in {float, double, bf16 (= uint16_t), int32_t, int64_t, uint64_t,
   // uint8_t, char}. User tags must lie in [0, kMaxUserTag]; the tags above are the collectives'.
@@ -168,6 +180,7 @@ class Communicator {
   Trace* trace_ = nullptr;
   MemoryLedger* mem_ = nullptr;
   CommImpl impl_ = CommImpl::ring;
+  const char* purpose_ = "";
   bool owned_ = false;
   int rank_ = 0, size_ = 1;
   std::vector<int> world_;  // member → world rank (for the watchdog's messages)

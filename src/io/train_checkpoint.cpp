@@ -47,6 +47,12 @@ long first_non_finite(const std::string& dtype, const unsigned char* data, size_
   return -1;
 }
 
+size_t whole_numel(const TensorSpec& t) {
+  size_t n = 1;
+  for (int64_t d : t.global_shape) n *= static_cast<size_t>(d);
+  return n;
+}
+
 }  // namespace
 
 template <class T>
@@ -64,6 +70,7 @@ std::string save_train_checkpoint(const std::string& dir, int64_t step, const Tr
     const std::string dt = store_dtype(*store);
     if (store->begin() != 0 || store->size() < layout.total())
       throw std::logic_error("save_train_checkpoint needs whole stores; gather shards first");
+    if (layout.slice().tp != 1) throw std::logic_error("save_train_checkpoint needs the whole model's layout");
     for (const TensorSpec& t : layout.tensors())
       (kind == "model" ? model : optim)
           .tensors.push_back(
@@ -102,9 +109,9 @@ void check_train_checkpoint(const std::string& dir_or_step, const TrainConfig& c
     for (const TensorSpec& t : layout.tensors()) {
       const std::string name = tensor_name(kind, t.name);
       if (!it->second.has(name)) throw std::runtime_error("checkpoint " + ck.path + ": no tensor " + name);
-      if (it->second.shape(name) != t.shape)
+      if (it->second.shape(name) != t.global_shape)
         throw std::runtime_error("checkpoint " + ck.path + ": tensor " + name + " has another shape than this model's");
-      tensor.resize(t.numel * dtype_size(dtype));
+      tensor.resize(whole_numel(t) * dtype_size(dtype));
       it->second.copy_to(name, dtype, tensor.data(), tensor.size());
       if (const long bad = first_non_finite(dtype, tensor.data(), tensor.size()); bad >= 0)
         throw std::runtime_error("checkpoint " + ck.path + ": tensor " + name + " holds NaN or Inf (element " +
@@ -128,14 +135,18 @@ int64_t load_train_checkpoint(const std::string& dir_or_step, const ParamLayout&
       const size_t lo = std::max(store->begin(), t.offset), hi = std::min(store->end(), t.offset + t.numel);
       if (lo >= hi) continue;  // not in this rank's shard
       const std::string name = tensor_name(kind, t.name);
-      if (f.has(name) && f.shape(name) != t.shape)
+      if (f.has(name) && f.shape(name) != t.global_shape)
         throw std::runtime_error("checkpoint " + ck.path + ": tensor " + name + " has another shape than this model's");
-      tensor.resize(t.numel * eb);
+      tensor.resize(whole_numel(t) * eb);
       f.copy_to(name, dt, tensor.data(), tensor.size());
       if (const long bad = first_non_finite(dt, tensor.data(), tensor.size()); bad >= 0)
         throw std::runtime_error("checkpoint " + ck.path + ": tensor " + name + " holds NaN or Inf (element " +
                                  std::to_string(bad) + "); a checkpoint of a diverged run cannot be used");
-      std::memcpy(store->raw(lo), tensor.data() + (lo - t.offset) * eb, (hi - lo) * eb);
+      // This rank's slice of the whole tensor (all of it without tensor parallelism), then its shard range.
+      for_each_run(t, [&](size_t local, size_t whole, size_t count) {
+        const size_t a = std::max(lo, t.offset + local), b = std::min(hi, t.offset + local + count);
+        if (a < b) std::memcpy(store->raw(a), tensor.data() + (whole + a - t.offset - local) * eb, (b - a) * eb);
+      });
     }
   }
   return ck.meta.at("step").get<int64_t>();

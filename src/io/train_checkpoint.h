@@ -26,7 +26,8 @@ using NamedStores = std::vector<std::pair<std::string, FlatStore<T>*>>;
 template <class T>
 NamedStores<T> checkpoint_stores(ModelStates<T>& states);  // params + optimizer states, as stored
 
-// Saves full stores (begin 0, covering every tensor). Returns the step directory.
+// Saves full stores (begin 0, covering every tensor) of the whole model (an unsliced layout; a
+// tensor-parallel run assembles them first: place_slices). Returns the step directory.
 template <class T>
 std::string save_train_checkpoint(const std::string& dir, int64_t step, const TrainConfig& cfg,
                                   const ParamLayout& layout, const NamedStores<T>& stores);
@@ -39,7 +40,8 @@ TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step = nu
 // first problem. Run on every rank before any rank talks to another, so a bad checkpoint is one message.
 void check_train_checkpoint(const std::string& dir_or_step, const TrainConfig& cfg, const ParamLayout& layout);
 
-// Fills each store's range (full or a shard) from the checkpoint; returns its step. Throws on any mismatch.
+// Fills each store's range (full or a shard, of the whole model or a tensor-parallel slice) from the
+// checkpoint's whole tensors; returns its step. Throws on any mismatch.
 template <class T>
 int64_t load_train_checkpoint(const std::string& dir_or_step, const ParamLayout& layout, const NamedStores<T>& stores);
 

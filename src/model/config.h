@@ -26,4 +26,28 @@ struct GPTConfig {
   }
 };
 
+// Which part of every layer this rank holds: tensor parallelism splits each block's heads and MLP width
+// over tp ranks (Megatron, claims C17, C19); sequence parallelism also splits the residual stream's
+// positions (C23). The whole layer by default.
+struct ModelSlice {
+  int tp = 1, tp_rank = 0;
+  bool sequence_parallel = false;
+  // Empty if cfg can be split this way, else one sentence naming what is wrong.
+  std::string validate(const GPTConfig& cfg) const {
+    if (tp < 1) return "--tp must be at least 1";
+    if (cfg.heads % tp != 0)
+      return "--heads " + std::to_string(cfg.heads) + " is not divisible by --tp " + std::to_string(tp) +
+             " (tensor parallelism gives every rank whole heads)";
+    if ((4 * cfg.hidden) % tp != 0)
+      return "the MLP width 4·hidden = " + std::to_string(4 * cfg.hidden) + " is not divisible by --tp " +
+             std::to_string(tp);
+    if (sequence_parallel && tp == 1)
+      return "--sequence-parallel needs --tp 2 or more (it splits the sequence over tp)";
+    if (sequence_parallel && cfg.seq % tp != 0)
+      return "--sequence-parallel splits --seq " + std::to_string(cfg.seq) + " over --tp " + std::to_string(tp) +
+             ": it must be divisible";
+    return "";
+  }
+};
+
 }  // namespace shardlab

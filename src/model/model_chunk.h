@@ -29,12 +29,6 @@ struct ChunkSpec {
   static ChunkSpec whole(const GPTConfig& cfg) { return {0, cfg.layers, true, true}; }
 };
 
-// Which part of every layer this rank holds (tensor and sequence parallelism; the whole layer by default).
-struct ModelSlice {
-  int tp = 1, tp_rank = 0;
-  bool sequence_parallel = false;
-};
-
 // One micro-batch as the chunk sees it. Tokens are copied at forward, so the caller's buffers may be
 // reused at once.
 struct MicroBatch {

@@ -3,16 +3,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 
 #include "core/rng.h"
 
 namespace shardlab {
 
-size_t ParamLayout::add(const std::string& name, std::vector<int64_t> shape, Init init, bool decay) {
+size_t ParamLayout::add(const std::string& name, std::vector<int64_t> shape, Init init, bool decay, TensorSlice slice,
+                        std::vector<int64_t> global_shape) {
   TensorSpec t;
   t.name = name;
   t.shape = std::move(shape);
+  t.global_shape = global_shape.empty() ? t.shape : std::move(global_shape);
+  t.slice = slice;
   t.numel = 1;
   for (int64_t d : t.shape) t.numel *= static_cast<size_t>(d);
   t.offset = total_;
@@ -23,8 +27,10 @@ size_t ParamLayout::add(const std::string& name, std::vector<int64_t> shape, Ini
   return t.offset;
 }
 
-ParamLayout::ParamLayout(const GPTConfig& cfg) {
-  const int64_t C = cfg.hidden, V = cfg.vocab, T = cfg.seq;
+ParamLayout::ParamLayout(const GPTConfig& cfg, const ModelSlice& slice) : slice_(slice) {
+  const int64_t C = cfg.hidden, V = cfg.vocab, T = cfg.seq, t = slice.tp, r = slice.tp_rank;
+  const int64_t CL = C / t, F = 4 * C / t;  // this rank's attention width (its heads) and MLP width
+  const TensorSlice rows3{0, 3 * CL * r}, cols{1, CL * r}, rowsF{0, F * r}, colsF{1, F * r};
   unit_begin_.push_back(total_);
   tok_emb = add("tok_emb", {V, C}, Init::normal, true);  // (V, C)
   pos_emb = add("pos_emb", {T, C}, Init::normal, true);  // (T, C)
@@ -34,15 +40,17 @@ ParamLayout::ParamLayout(const GPTConfig& cfg) {
     BlockOffsets b;
     b.ln1_w = add(p + "ln1.weight", {C}, Init::ones, false);
     b.ln1_b = add(p + "ln1.bias", {C}, Init::zeros, false);
-    b.qkv_w = add(p + "attn.qkv.weight", {3 * C, C}, Init::normal, true);  // (3C, C), rows per head [q,k,v]
-    b.qkv_b = add(p + "attn.qkv.bias", {3 * C}, Init::zeros, false);
-    b.proj_w = add(p + "attn.proj.weight", {C, C}, Init::normal_residual, true);  // W^O (C, C)
+    // (3C, C), rows per head [q,k,v]: this rank's heads are rows [3·CL·r, 3·CL·(r+1))
+    b.qkv_w = add(p + "attn.qkv.weight", {3 * CL, C}, Init::normal, true, rows3, {3 * C, C});
+    b.qkv_b = add(p + "attn.qkv.bias", {3 * CL}, Init::zeros, false, rows3, {3 * C});
+    // W^O (C, C): the columns that multiply this rank's heads
+    b.proj_w = add(p + "attn.proj.weight", {C, CL}, Init::normal_residual, true, cols, {C, C});
     b.proj_b = add(p + "attn.proj.bias", {C}, Init::zeros, false);
     b.ln2_w = add(p + "ln2.weight", {C}, Init::ones, false);
     b.ln2_b = add(p + "ln2.bias", {C}, Init::zeros, false);
-    b.fc_w = add(p + "mlp.fc.weight", {4 * C, C}, Init::normal, true);  // (4C, C)
-    b.fc_b = add(p + "mlp.fc.bias", {4 * C}, Init::zeros, false);
-    b.fcproj_w = add(p + "mlp.proj.weight", {C, 4 * C}, Init::normal_residual, true);  // (C, 4C)
+    b.fc_w = add(p + "mlp.fc.weight", {F, C}, Init::normal, true, rowsF, {4 * C, C});  // (4C, C)
+    b.fc_b = add(p + "mlp.fc.bias", {F}, Init::zeros, false, rowsF, {4 * C});
+    b.fcproj_w = add(p + "mlp.proj.weight", {C, F}, Init::normal_residual, true, colsF, {C, 4 * C});  // (C, 4C)
     b.fcproj_b = add(p + "mlp.proj.bias", {C}, Init::zeros, false);
     blocks.push_back(b);
   }
@@ -50,7 +58,7 @@ ParamLayout::ParamLayout(const GPTConfig& cfg) {
   lnf_w = add("ln_f.weight", {C}, Init::ones, false);
   lnf_b = add("ln_f.bias", {C}, Init::zeros, false);
   lm_head = add("lm_head.weight", {V, C}, Init::normal, true);  // (V, C), untied, no bias
-  matmul_params_ = static_cast<size_t>(cfg.layers) * 12 * C * C + C * V;
+  matmul_params_ = static_cast<size_t>(cfg.layers) * 12 * C * C / t + C * V;
 }
 
 const TensorSpec& ParamLayout::find(const std::string& name) const {
@@ -59,24 +67,37 @@ const TensorSpec& ParamLayout::find(const std::string& name) const {
   throw std::out_of_range("no parameter tensor named '" + name + "'");
 }
 
+void place_slices(const ParamLayout& local, const unsigned char* local_store, const ParamLayout& whole,
+                  unsigned char* whole_store, size_t elem_bytes) {
+  for (const TensorSpec& t : local.tensors()) {
+    const TensorSpec& w = whole.find(t.name);
+    for_each_run(t, [&](size_t l, size_t g, size_t count) {
+      std::memcpy(whole_store + (w.offset + g) * elem_bytes, local_store + (t.offset + l) * elem_bytes,
+                  count * elem_bytes);
+    });
+  }
+}
+
 template <class T>
 void init_params(const ParamLayout& layout, const GPTConfig& cfg, uint64_t seed, T* flat, size_t begin, size_t end) {
   const double std_normal = 0.02, std_residual = 0.02 / std::sqrt(2.0 * cfg.layers);
   for (const TensorSpec& t : layout.tensors()) {
-    size_t lo = std::max(begin, t.offset), hi = std::min(end, t.offset + t.numel);
-    if (lo >= hi) continue;
+    if (std::max(begin, t.offset) >= std::min(end, t.offset + t.numel)) continue;
     RngStream rng = rng_stream(seed, "init:" + t.name);
-    for (size_t g = lo; g < hi; ++g) {
-      size_t i = g - t.offset;
-      double v = 0.0;
-      switch (t.init) {
-        case Init::normal: v = std_normal * rng.normal(i); break;
-        case Init::normal_residual: v = std_residual * rng.normal(i); break;
-        case Init::zeros: v = 0.0; break;
-        case Init::ones: v = 1.0; break;
+    for_each_run(t, [&](size_t local, size_t whole, size_t count) {
+      const size_t lo = std::max(begin, t.offset + local), hi = std::min(end, t.offset + local + count);
+      for (size_t g = lo; g < hi; ++g) {
+        const size_t i = whole + (g - t.offset - local);  // the element's index in the whole tensor
+        double v = 0.0;
+        switch (t.init) {
+          case Init::normal: v = std_normal * rng.normal(i); break;
+          case Init::normal_residual: v = std_residual * rng.normal(i); break;
+          case Init::zeros: v = 0.0; break;
+          case Init::ones: v = 1.0; break;
+        }
+        flat[g - begin] = static_cast<T>(v);
       }
-      flat[g - begin] = static_cast<T>(v);
-    }
+    });
   }
 }
 

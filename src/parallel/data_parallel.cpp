@@ -24,7 +24,9 @@ DataParallel<T>::DataParallel(const TrainConfig& cfg, const ParamLayout& layout,
     shard_ = &grid.dp_in_node();
     across_ = &grid.dp_across_nodes();
   }
-  for (Communicator* c : {dp_, shard_, across_})  // ring receive buffers show as comm_buffer in the ledger
+  tp_ = grid.size(Axis::tp) > 1 ? &grid.comm(Axis::tp) : nullptr;
+  sequence_parallel_ = tp_ && cfg.sequence_parallel;
+  for (Communicator* c : {dp_, shard_, across_, tp_})  // ring receive buffers show as comm_buffer in the ledger
     if (c) c->set_memory_ledger(&ledger);
   shards_ = ShardLayout(layout.total(), shard_->size(), shard_->rank());
   states_ = std::make_unique<ModelStates<T>>(cfg, layout, shards_, strategy_, ledger);
@@ -49,7 +51,16 @@ void DataParallel<T>::begin_backward(bool last) {
 }
 
 template <class T>
+double DataParallel<T>::sum_over_slices(double local) {
+  if (!sequence_parallel_) return local;
+  double total = 0.0;
+  for (double v : tp_->all_gather_value(local)) total += v;
+  return total;
+}
+
+template <class T>
 double DataParallel<T>::sum_over_ranks(double local) {
+  local = sum_over_slices(local);
   double total = 0.0;
   for (double v : dp_->all_gather_value(local)) total += v;  // rank order: the same sum everywhere, every layout
   return total;
@@ -57,7 +68,7 @@ double DataParallel<T>::sum_over_ranks(double local) {
 
 template <class T>
 void DataParallel<T>::set_comm_ledger(CommLedger* ledger) {
-  for (Communicator* c : {dp_, shard_, across_})
+  for (Communicator* c : {dp_, shard_, across_, tp_})
     if (c) c->set_ledger(ledger);
 }
 
@@ -66,6 +77,10 @@ double DataParallel<T>::grad_norm() {
   // Σ g² over this rank's shard, then the shards' partial sums in rank order — the same arithmetic in
   // DP (full gradients on every rank) and ZeRO (only the shard), so clipping is identical too.
   double partial = states_->grad_sumsq(shards_.my_begin(), shards_.my_end());
+  if (tp_) {  // this dp rank's slices on every tp rank, in tp rank order
+    partial = 0.0;
+    for (double v : tp_->all_gather_value(grad_sumsq_of_slice())) partial += v;
+  }
   double total = 0.0;
   for (double v : shard_->all_gather_value(partial)) total += v;
   return std::sqrt(total);
@@ -110,7 +125,12 @@ void DataParallel<T>::save_checkpoint(const std::string& dir, int64_t step) {
       shard_->all_gather(w.t(0), counts);
     stores.push_back({kind, &w});
   }
-  if (grid_.world_rank() == 0) save_train_checkpoint(dir, step, cfg_, layout_, stores);
+  if (tp_) {  // every tp rank's slices into whole tensors, on the tp group that holds world rank 0
+    if (grid_.coord(Axis::dp) == 0) assemble_whole(stores, whole);
+    if (grid_.world_rank() == 0) save_train_checkpoint(dir, step, cfg_, ParamLayout(cfg_.model), stores);
+  } else if (grid_.world_rank() == 0) {
+    save_train_checkpoint(dir, step, cfg_, layout_, stores);
+  }
   grid_.world().barrier();  // nobody reads `latest` before it exists
 }
 

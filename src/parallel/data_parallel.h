@@ -13,6 +13,9 @@
 // (With gradient accumulation ZeRO-2/3 reduce every micro-batch and so add micro-batches after
 // ranks, DP before: equal to ~1e-16 in f64 then, not bit for bit. ZeRO-1 stays bit-identical.)
 // The engine is the model's UnitAccess: it hands out weights and takes gradients unit by unit.
+// With tensor parallelism the engine works on this rank's slice of the model (its local layout) over the
+// dp group of ranks that hold the same slice; the loss, the gradient norm and, with sequence parallelism,
+// the replicated tensors' gradients are then combined across the tp group too (across_tp.cpp).
 #pragma once
 #include <cstdint>
 #include <list>
@@ -50,7 +53,11 @@ class DataParallel : public UnitAccess<T> {
   void finish_gradients();  // every reduction done: this rank's range holds the global sums
   double grad_norm();       // the same value on every rank
   void optimizer_step(int64_t step, double lr, double grad_scale);
-  double sum_over_ranks(double local);  // Σ over the dp group, added in rank order
+  // Σ over the dp group, added in rank order (after sum_over_slices: the loss of every position).
+  double sum_over_ranks(double local);
+  // With sequence parallelism each tp rank's loss covers its positions only: their Σ in tp rank order;
+  // otherwise every tp rank holds the same whole value, counted once.
+  double sum_over_slices(double local);
   // Book the engine's communication in another ledger from now on (evaluation vs training).
   void set_comm_ledger(CommLedger* ledger);
 
@@ -91,6 +98,11 @@ class DataParallel : public UnitAccess<T> {
   void start_gather(int unit);
   Gathered& gathered(int unit);
   void progress();
+  // Across tensor-parallel ranks (across_tp.cpp): the replicated tensors' gradients with sequence
+  // parallelism, this rank's part of Σ g², and a checkpoint's whole tensors from every rank's slices.
+  void reduce_replicated_grads();
+  double grad_sumsq_of_slice() const;
+  void assemble_whole(NamedStores<T>& stores, std::vector<std::unique_ptr<FlatStore<T>>>& keep);
 
   const TrainConfig& cfg_;
   const ParamLayout& layout_;
@@ -101,6 +113,8 @@ class DataParallel : public UnitAccess<T> {
   Communicator* dp_;      // every data-parallel rank: loss, and the gradient ring when not hybrid
   Communicator* shard_;   // the sharding group (= dp, or the node's dp ranks for hybrid)
   Communicator* across_;  // hybrid: the same shard on every node
+  Communicator* tp_;      // tensor-parallel partners (null when tp = 1)
+  bool sequence_parallel_;
   ShardLayout shards_;
   std::unique_ptr<ModelStates<T>> states_;
   bool overlap_, prefetch_, last_backward_ = false;

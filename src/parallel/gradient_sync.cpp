@@ -145,6 +145,7 @@ void DataParallel<T>::finish_gradients() {
     else
       across_->all_reduce(g.t(g.begin()), g.size());
   }
+  if (sequence_parallel_) reduce_replicated_grads();
 }
 
 template class DataParallel<float>;

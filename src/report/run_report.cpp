@@ -66,7 +66,9 @@ void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t p
                                       {"attention", cfg.attention},
                                       {"recompute", cfg.recompute},
                                       {"dropout", cfg.model.dropout},
-                                      {"micro_batches", layout.accum * layout.steps}};
+                                      {"micro_batches", layout.accum * layout.steps},
+                                      {"tp", cfg.tp},
+                                      {"sequence_parallel", cfg.sequence_parallel}};
   j["model"] = {{"params", params},
                 {"dtype", cfg.dtype},
                 {"mixed", cfg.mixed},
@@ -83,7 +85,9 @@ void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t p
                  {"shard", layout.shards.shard()},
                  {"accum", layout.accum},
                  {"steps", layout.steps},
-                 {"comm", cfg.comm}};
+                 {"comm", cfg.comm},
+                 {"tp", cfg.tp},
+                 {"sequence_parallel", cfg.sequence_parallel}};
   j["ranks"] = nlohmann::json::array();
   for (const std::string& s : all) j["ranks"].push_back(nlohmann::json::parse(s));
   write_text_file_atomic(path, j.dump(1) + "\n");
@@ -100,6 +104,9 @@ void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layou
               cfg.model.hidden, cfg.model.heads, cfg.model.seq, cfg.dtype.c_str(),
               cfg.mixed == "bf16" ? "mixed bf16" : "no mixed precision");
   if (layout.dp > 1) std::printf(", %s on %d data-parallel ranks", strategy_name(layout.strategy), layout.dp);
+  if (cfg.tp > 1)
+    std::printf(", tensor parallel over %d ranks%s (params: this rank's slice)", cfg.tp,
+                cfg.sequence_parallel ? " with sequence parallelism" : "");
   std::printf("\nfinal loss %.4f", last_loss);
   if (last_val) std::printf("   val loss %.4f", *last_val);
   std::printf("   %.0f tokens/s over %s\n", progress.tokens_per_second(),

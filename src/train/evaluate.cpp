@@ -8,7 +8,7 @@ namespace shardlab {
 
 template <class T>
 double evaluate_windows(ModelChunk<T>& model, UnitAccess<T>& weights, const TextData& data, int max_windows,
-                        TextData::Part part, Progress* progress) {
+                        TextData::Part part, Progress* progress, const std::function<double(double)>& across_slices) {
   int n = data.windows(part);
   if (max_windows > 0) n = std::min(n, max_windows);
   const int B = model.capacity(), Tn = static_cast<int>(data.seq());
@@ -18,7 +18,8 @@ double evaluate_windows(ModelChunk<T>& model, UnitAccess<T>& weights, const Text
   for (int w = 0; w < n; w += B) {
     int count = std::min(B, n - w);
     data.window_batch(part, w, count, in.data(), tg.data());
-    sum += model.forward(MicroBatch{kEvalId, count, in.data(), tg.data(), {}, false}, weights);
+    const double loss = model.forward(MicroBatch{kEvalId, count, in.data(), tg.data(), {}, false}, weights);
+    sum += across_slices ? across_slices(loss) : loss;
     model.release(kEvalId);
     if (progress) progress->step(w / B + 1, sum / (double(w + count) * Tn), {});
   }
@@ -26,8 +27,8 @@ double evaluate_windows(ModelChunk<T>& model, UnitAccess<T>& weights, const Text
 }
 
 template double evaluate_windows<float>(ModelChunk<float>&, UnitAccess<float>&, const TextData&, int, TextData::Part,
-                                        Progress*);
+                                        Progress*, const std::function<double(double)>&);
 template double evaluate_windows<double>(ModelChunk<double>&, UnitAccess<double>&, const TextData&, int, TextData::Part,
-                                         Progress*);
+                                         Progress*, const std::function<double(double)>&);
 
 }  // namespace shardlab

@@ -12,6 +12,8 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
   TrainConfig merged = ck;
   const TrainConfig fresh;  // checkpoints hold whole tensors: the layout is the new run's to choose
   merged.dp = fresh.dp;
+  merged.tp = fresh.tp;
+  merged.sequence_parallel = fresh.sequence_parallel;
   merged.zero = fresh.zero;
   merged.fsdp = fresh.fsdp;
   merged.ranks_per_node = fresh.ranks_per_node;

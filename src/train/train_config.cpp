@@ -65,7 +65,10 @@ void add_train_flags(Flags& f, TrainConfig& c) {
   f.add("--clip", c.clip, "clip the global gradient norm to this; 0 = off");
   precision_flags(f, c);
   f.group("Layout");
-  f.add("--dp", c.dp, "data-parallel ranks (0: the whole world)");
+  f.add("--dp", c.dp, "data-parallel ranks (0: what the other axes leave of the world)");
+  f.add("--tp", c.tp, "tensor-parallel ranks: each holds heads/t heads and 4·hidden/t of the MLP");
+  f.flag("--sequence-parallel", c.sequence_parallel,
+         "with --tp > 1: split LayerNorm, dropout and residual activations along the sequence too");
   f.add("--zero", c.zero, "ZeRO stage 0 | 1 | 2 | 3");
   f.choice("--fsdp", c.fsdp, {"none", "full", "grad_op", "no_shard", "hybrid"}, "FSDP strategy (instead of --zero)");
   f.add("--bucket-mb", c.bucket_mb, "DP gradient bucket size in MB");
@@ -127,6 +130,7 @@ std::string validate_train_config(const TrainConfig& c) {
   if (c.zero != 0 && c.fsdp != "none")
     return "--zero and --fsdp name the same thing; give one (fsdp full = zero 3, grad_op = zero 2, no_shard = zero 0)";
   if (c.dp < 0 || c.ranks_per_node < 0) return "--dp and --ranks-per-node must not be negative";
+  if (std::string why = c.slice(0).validate(c.model); !why.empty()) return why;
   if (!(c.bucket_mb > 0)) return "--bucket-mb must be positive";
   if (c.trace == "on" && c.out.empty()) return "--trace on writes DIR/trace.json: give --out DIR";
   for (const std::string* dir : {&c.out, &c.save})
@@ -136,22 +140,31 @@ std::string validate_train_config(const TrainConfig& c) {
 }
 
 std::string validate_world(const TrainConfig& cfg, int world) {
-  const int dp = cfg.dp ? cfg.dp : world;
-  if (dp != world)
-    return "--dp " + std::to_string(dp) + " × tp 1 × pp 1 × cp 1 × ep 1 = " + std::to_string(dp) +
-           ", but the world has " + std::to_string(world) + " ranks (mpirun -np " + std::to_string(dp) + ")";
+  const int tp = cfg.tp;
+  if (!cfg.dp && world % tp != 0)
+    return "--tp " + std::to_string(tp) + " does not divide the world of " + std::to_string(world) +
+           " ranks (mpirun -np a multiple of " + std::to_string(tp) + ")";
+  const int dp = cfg.dp ? cfg.dp : world / tp;
+  if (dp * tp != world)
+    return "--dp " + std::to_string(dp) + " × tp " + std::to_string(tp) +
+           " × pp 1 × cp 1 × ep 1 = " + std::to_string(dp * tp) + ", but the world has " + std::to_string(world) +
+           " ranks (mpirun -np " + std::to_string(dp * tp) + ")";
   if (cfg.global_batch % (dp * cfg.micro_batch) != 0)
     return "--global-batch " + std::to_string(cfg.global_batch) +
            " is not divisible by dp × micro-batch = " + std::to_string(dp) + " × " + std::to_string(cfg.micro_batch);
+  if (tp > 1 && cfg.ranks_per_node > 0 && cfg.ranks_per_node % tp != 0)
+    return "--ranks-per-node " + std::to_string(cfg.ranks_per_node) +
+           " would split tensor-parallel partners over nodes; " + "it must be a multiple of --tp " +
+           std::to_string(tp) + " (tensor parallelism stays inside a node, C19)";
   if (cfg.fsdp == "hybrid") {
-    const int k = cfg.ranks_per_node;
+    const int k = cfg.ranks_per_node / tp;  // data-parallel ranks per node
     if (dp < 2) return "--fsdp hybrid needs at least 2 data-parallel ranks (mpirun -np 4 … --ranks-per-node 2)";
     int p = 2;  // smallest factor of dp above 1: the most nodes a valid suggestion can have
     while (dp % p) ++p;
     if (k <= 0 || dp % k != 0 || dp / k < 2)
       return "--fsdp hybrid shards inside a node and replicates across nodes: it needs at least 2 nodes "
              "(e.g. --ranks-per-node " +
-             std::to_string(dp / p) + " with " + std::to_string(dp) + " ranks)";
+             std::to_string(dp / p * tp) + " with " + std::to_string(dp * tp) + " ranks)";
   }
   if (cfg.ranks_per_node > 0 && world % cfg.ranks_per_node != 0)
     return "--ranks-per-node " + std::to_string(cfg.ranks_per_node) + " does not divide the world size " +

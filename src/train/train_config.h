@@ -53,6 +53,8 @@ struct TrainConfig {
   std::string progress = "auto";  // auto | bar | lines | none
   // parallel layout (data-parallel family)
   int dp = 0;                   // data-parallel ranks; 0 = what the other axes leave of the world
+  int tp = 1;                   // tensor-parallel ranks (Megatron: heads and MLP width split over them)
+  bool sequence_parallel = false;  // with tp > 1: LayerNorm, dropout and residual regions split along the sequence
   int zero = 0;                 // ZeRO stage 0..3
   std::string fsdp = "none";    // none | full | grad_op | no_shard | hybrid
   double bucket_mb = 1.0;       // gradient bucket size for DP's overlapped all-reduce
@@ -70,6 +72,7 @@ struct TrainConfig {
 
   int accumulation_steps() const { return global_batch / micro_batch; }
   ActivationPolicy activation_policy() const;
+  ModelSlice slice(int tp_rank) const { return ModelSlice{tp, tp_rank, sequence_parallel}; }
   nlohmann::json to_json() const;
   static TrainConfig from_json(const nlohmann::json& j);  // inverse of to_json; throws on a bad config
   std::string to_toml() const;                            // what --config reads

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "model/model_chunk.h"
 #include "optim/lr_schedule.h"
 #include "parallel/data_parallel.h"
+#include "parallel/tensor_parallel.h"
 #include "train/evaluate.h"
 #include "train/memory_check.h"
 #include "train/run_outputs.h"
@@ -30,25 +32,34 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
   std::string h = line;
   if (resume_step > 0) h += ", resuming after step " + std::to_string(resume_step);
   const int dp = grid.size(Axis::dp);
-  std::snprintf(
-      line, sizeof line, "\nlayout: %d rank%s, %s; %d micro-batch%s of %d per rank per step", grid.world_size(),
-      grid.world_size() > 1 ? "s" : "",
-      dp > 1 ? (std::string(strategy_name(strategy)) + " over " + std::to_string(dp) + " data-parallel ranks").c_str()
-             : "one process",
-      accum, accum > 1 ? "es" : "", cfg.micro_batch);
+  std::snprintf(line, sizeof line, "\nlayout: %d rank%s, %s; %d micro-batch%s of %d per rank per step",
+                grid.world_size(), grid.world_size() > 1 ? "s" : "",
+                (dp > 1 ? std::string(strategy_name(strategy)) + " over " + std::to_string(dp) + " data-parallel ranks"
+                        : std::string(grid.world_size() > 1 ? "one data-parallel rank" : "one process"))
+                    .append(cfg.tp > 1 ? ", tensor parallel over " + std::to_string(cfg.tp) +
+                                             (cfg.sequence_parallel ? " with sequence parallelism" : "")
+                                       : "")
+                    .c_str(),
+                accum, accum > 1 ? "es" : "", cfg.micro_batch);
   return h + line + "\nmemory: " + memory_need_text(cfg, grid.world_size()) + ", estimated";
 }
 
 template <class T>
 int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) {
   RunLedgers ledgers(cfg.trace == "on");
-  ProcessGrid grid(GridSizes{cfg.dp, 1, 1, 1, 1}, cfg.ranks_per_node, &ledgers.comm, &ledgers.trace,
+  ProcessGrid grid(GridSizes{cfg.dp, cfg.tp, 1, 1, 1}, cfg.ranks_per_node, &ledgers.comm, &ledgers.trace,
                    cfg.comm == "mpi" ? CommImpl::mpi : CommImpl::ring);
-  const int dp = grid.size(Axis::dp), dp_rank = grid.coord(Axis::dp);
-  ParamLayout layout(cfg.model);
+  const int dp = grid.size(Axis::dp), dp_rank = grid.coord(Axis::dp);  // tp partners share dp_rank: same samples
+  const ModelSlice slice = cfg.slice(grid.coord(Axis::tp));
+  ParamLayout layout(cfg.model, slice);  // this rank's slice of the model (all of it when tp = 1)
   DataParallel<T> engine(cfg, layout, grid, ledgers.memory, ledgers.trace);
+  std::unique_ptr<TensorParallelRegions<T>> regions;  // the blocks' tp seams (identity when tp = 1)
+  if (cfg.tp > 1)
+    regions = std::make_unique<TensorParallelRegions<T>>(grid.comm(Axis::tp), cfg.sequence_parallel,
+                                                         size_t(cfg.micro_batch) * cfg.model.seq, cfg.model.hidden,
+                                                         ledgers.memory);
   ModelChunk<T> model(cfg.model, layout, ChunkSpec::whole(cfg.model), cfg.micro_batch, cfg.activation_policy(),
-                      ledgers.memory);
+                      ledgers.memory, regions.get(), slice);
   if (!cfg.resume.empty()) engine.load_checkpoint(cfg.resume);  // also a checkpoint of step 0
 
   const int B = cfg.micro_batch, Tn = cfg.model.seq;
@@ -101,7 +112,9 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     if (cfg.eval_windows > 0 && ((cfg.eval_every > 0 && step % cfg.eval_every == 0) || step == cfg.steps)) {
       engine.set_comm_ledger(&ledgers.comm_eval);  // evaluation's gathers (ZeRO-3) are not training's traffic
       ledgers.memory.pause_items(true);            // nor are its activations training's items
-      val = evaluate_windows(model, static_cast<UnitAccess<T>&>(engine), data, cfg.eval_windows);
+      val = evaluate_windows(model, static_cast<UnitAccess<T>&>(engine), data, cfg.eval_windows,
+                             TextData::Part::validation, nullptr,
+                             [&](double loss) { return engine.sum_over_slices(loss); });
       ledgers.memory.pause_items(false);
       engine.set_comm_ledger(&ledgers.comm);
     }

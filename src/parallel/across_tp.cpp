@@ -1,0 +1,93 @@
+// The data-parallel engine across tensor-parallel ranks (see data_parallel.h). Each tp rank holds a
+// slice of every block (model/param_layout.h) and the replicated tensors whole; three things then reach
+// across the tp group, always in tp rank order:
+//  - with sequence parallelism each rank's replicated tensors (LayerNorms, the row-parallel biases, the
+//    embeddings and the head) saw only its positions, so their gradients are partial sums: one all-reduce
+//    over tp of all of them in this rank's range (purpose "replicated_grads") makes them whole;
+//  - the gradient norm counts every parameter once: the slices on every tp rank, the replicated tensors
+//    on tp rank 0 only, so clipping matches the single process;
+//  - a checkpoint holds whole tensors: every tp rank's slices are gathered and put in their places.
+#include <algorithm>
+#include <cstring>
+
+#include "parallel/data_parallel.h"
+
+namespace shardlab {
+
+template <class T>
+void DataParallel<T>::reduce_replicated_grads() {
+  FlatStore<T>& g = states_->grads();
+  // Where the gradients hold their final sums: everywhere under DP, else this rank's shard.
+  const bool whole = strategy_ == Strategy::dp;
+  const size_t lo = std::max(whole ? size_t(0) : shards_.my_begin(), g.begin());
+  const size_t hi = std::min(whole ? shards_.padded() : shards_.my_end(), g.end());
+  std::vector<std::pair<size_t, size_t>> runs;
+  size_t n = 0;
+  for (const TensorSpec& t : layout_.tensors()) {
+    if (!t.replicated()) continue;
+    const size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.numel);
+    if (a < b) {
+      runs.push_back({a, b});
+      n += b - a;
+    }
+  }
+  if (n == 0) return;  // the same on every tp rank: their layouts and shards are alike
+  Communicator::Purpose purpose(*tp_, "replicated_grads");
+  auto reduce = [&](auto* first) {  // pack the runs, one all-reduce, unpack
+    using E = std::remove_pointer_t<decltype(first)>;
+    Buffer<E> packed(ledger_, Mem::workspace, n, 0, nullptr, false);
+    size_t at = 0;
+    for (auto [a, b] : runs) {
+      std::memcpy(packed.data() + at, g.raw(a), (b - a) * sizeof(E));
+      at += b - a;
+    }
+    tp_->all_reduce(packed.data(), n);
+    at = 0;
+    for (auto [a, b] : runs) {
+      std::memcpy(g.raw(a), packed.data() + at, (b - a) * sizeof(E));
+      at += b - a;
+    }
+  };
+  if (g.is_bf16())
+    reduce(static_cast<bf16*>(nullptr));
+  else
+    reduce(static_cast<T*>(nullptr));
+}
+
+template <class T>
+double DataParallel<T>::grad_sumsq_of_slice() const {
+  const bool replicated_here = tp_->rank() == 0;  // a replicated tensor counts once: on tp rank 0
+  double s = 0.0;
+  for (const TensorSpec& t : layout_.tensors())
+    if (!t.replicated() || replicated_here)
+      s += states_->grad_sumsq(std::max(shards_.my_begin(), t.offset), std::min(shards_.my_end(), t.offset + t.numel));
+  return s;
+}
+
+template <class T>
+void DataParallel<T>::assemble_whole(NamedStores<T>& stores, std::vector<std::unique_ptr<FlatStore<T>>>& keep) {
+  const ParamLayout whole(cfg_.model);
+  const int t = tp_->size();
+  for (auto& [kind, store] : stores) {  // each a whole store of this rank's slice
+    const size_t P = store->size(), eb = store->elem_bytes();
+    FlatStore<T> all(ledger_, Mem::workspace, store->is_bf16(), 0, P * t);  // tp rank r's store at r·P
+    std::memcpy(all.raw(P * tp_->rank()), store->raw(0), P * eb);
+    const std::vector<size_t> counts(t, P);
+    if (all.is_bf16())
+      tp_->all_gather(all.h(0), counts);
+    else
+      tp_->all_gather(all.t(0), counts);
+    if (grid_.world_rank() != 0) continue;
+    keep.push_back(std::make_unique<FlatStore<T>>(ledger_, Mem::workspace, store->is_bf16(), 0, whole.total()));
+    for (int r = 0; r < t; ++r)
+      place_slices(ParamLayout(cfg_.model, ModelSlice{t, r, cfg_.sequence_parallel}),
+                   static_cast<const unsigned char*>(all.raw(P * r)), whole,
+                   static_cast<unsigned char*>(keep.back()->raw(0)), eb);
+    store = keep.back().get();
+  }
+}
+
+template class DataParallel<float>;
+template class DataParallel<double>;
+
+}  // namespace shardlab
