@@ -25,7 +25,8 @@ struct PlanFlags {
   std::string preset, ledger, optimizer = "adamw", mixed = "bf16", dtype = "f32", grad_accum = "bf16", master = "fp32",
                               attention = "naive", recompute = "none", zero = "0", fsdp = "no_shard";
   u64 layers = 4, hidden = 128, heads = 4, seq = 64, vocab = 256, params = 0, micro_batch = 1;
-  u64 dp = 1, ranks_per_node = 0, accum = 1;
+  u64 dp = 1, ranks_per_node = 0, accum = 1, tp = 1;
+  bool sequence_parallel = false;
   double momentum = 0.9, intra_gbps = 300, inter_gbps = 25, dropout = 0;
 };
 
@@ -58,6 +59,9 @@ void define(Flags& f, PlanFlags& v) {
   f.add("--accum", v.accum, "micro-batches per optimizer step A");
   f.add("--intra-gbps", v.intra_gbps, "intra-node link speed in GB/s");
   f.add("--inter-gbps", v.inter_gbps, "inter-node link speed in GB/s");
+  f.group("Tensor-parallel layout (with --tp)");
+  f.add("--tp", v.tp, "tensor-parallel ranks t: model states, the C18 communication and activations per rank");
+  f.flag("--sequence-parallel", v.sequence_parallel, "with --tp: LayerNorm, dropout and residual split along s too");
   f.group("Check a run");
   f.add("--ledger", v.ledger, "RUN/ledger.json: measured vs formula, every rank (exit 1 on any difference)");
 }
@@ -66,8 +70,10 @@ void define(Flags& f, PlanFlags& v) {
 void sharding_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   auto has = [&](const char* n) { return f.given(n); };
   if (!has("--dp")) {
-    for (const char* n : {"--zero", "--fsdp", "--ranks-per-node", "--accum", "--intra-gbps", "--inter-gbps"})
+    for (const char* n : {"--zero", "--fsdp", "--ranks-per-node", "--accum"})
       if (has(n)) throw Fail{std::string(n) + " needs --dp N"};
+    for (const char* n : {"--intra-gbps", "--inter-gbps"})
+      if (has(n) && !has("--tp")) throw Fail{std::string(n) + " needs --dp N or --tp t"};
     return;
   }
   o.sharding = true;
@@ -106,6 +112,26 @@ void sharding_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   // Keep every comm byte count exact in 64 bits: ZeRO-3/hybrid send up to (3A + 2)·Ψ_pad·8 bytes.
   if ((o.psi() + (long double)l.dp) * 8.0L * (3.0L * l.accum + 2) > 1e18L)
     throw Fail{"sizes too large for exact 64-bit byte counts"};
+}
+
+// --tp and --sequence-parallel (claims C17–C19, C23).
+void tp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
+  if (!f.given("--tp")) {
+    if (v.sequence_parallel) throw Fail{"--sequence-parallel needs --tp t (t ≥ 2)"};
+    return;
+  }
+  if (v.tp < 1 || v.tp > 1048576) throw Fail{"--tp expects an integer in [1, 1048576]"};
+  if (o.act.heads % v.tp != 0)
+    throw Fail{"--tp " + std::to_string(v.tp) + " does not divide the " + std::to_string(o.act.heads) +
+               " heads (every rank holds whole heads)"};
+  if (v.sequence_parallel && v.tp < 2) throw Fail{"--sequence-parallel needs --tp 2 or more"};
+  if (v.sequence_parallel && o.act.seq % v.tp != 0)
+    throw Fail{"--sequence-parallel splits --seq " + std::to_string(o.act.seq) + " over --tp " + std::to_string(v.tp) +
+               ": it must be divisible"};
+  for (const auto& [name, value] : {std::pair{"--intra-gbps", v.intra_gbps}, std::pair{"--inter-gbps", v.inter_gbps}})
+    if (!(value > 0 && value < 1e12)) throw Fail{std::string(name) + " expects a positive number of GB/s"};
+  o.tp_given = true;
+  o.tp = TpRequest{v.tp, v.sequence_parallel, v.intra_gbps, v.inter_gbps};
 }
 
 PlanRequest request(const Flags& f, const PlanFlags& v) {
@@ -161,6 +187,7 @@ PlanRequest request(const Flags& f, const PlanFlags& v) {
   if (act > big || 32.0L * std::max<long double>(gpt, o.params) > big)
     throw Fail{"sizes too large for exact 64-bit byte counts"};
   sharding_request(f, v, o);
+  tp_request(f, v, o);
   return o;
 }
 
@@ -203,7 +230,9 @@ int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostre
                             "--ranks-per-node",
                             "--accum",
                             "--intra-gbps",
-                            "--inter-gbps"})
+                            "--inter-gbps",
+                            "--tp",
+                            "--sequence-parallel"})
         if (flags.given(n)) throw Fail{std::string("--ledger takes the recipe and params from the ledger; drop ") + n};
       return run_ledger(v.ledger, out, err);
     }

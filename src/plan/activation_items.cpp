@@ -10,41 +10,60 @@ namespace shardlab::plan {
 namespace {
 using u64 = std::uint64_t;
 
-ActivationItem item(const char* name, const char* what, const char* formula, u64 elements, u64 width, bool kept) {
+ActivationItem item(const char* name, const char* what, const std::string& formula, u64 elements, u64 width,
+                    bool kept) {
   return ActivationItem{name, what, formula, elements, elements * width, kept};
 }
 }  // namespace
 
+// Rows of a micro-batch outside the tp regions (s·b, or s·b/t with sequence parallelism) and inside them
+// (s·b), with the formulas' spelling of each.
+struct Rows {
+  u64 outside, inside;
+  std::string out, in;  // "s·b" or "s·b/t" as the formulas write the row count
+};
+Rows rows_of(const ActivationShape& s) {
+  const u64 sb = s.seq * s.micro_batch;
+  if (s.sequence_parallel) return {sb / s.tp, sb, "s·b/t", "s·b"};
+  return {sb, sb, "s·b", "s·b"};
+}
+
 std::vector<ActivationItem> block_items(const ActivationShape& s) {
-  const u64 R = s.seq * s.micro_batch, h = s.hidden, w = s.width, ws = s.stat_width;
+  const Rows r = rows_of(s);
+  const u64 R = r.outside, N = r.inside, h = s.hidden, t = s.tp, w = s.width, ws = s.stat_width;
+  const std::string per_t = t > 1 ? "/t" : "";
+  const std::string x = r.out + "·h · w", stat = r.out + " · w_s";  // outside the regions: LN, residual
+  auto in = [&](const char* k) { return std::string(k) + "s·b·h" + per_t + " · w"; };  // inside: split by t
   const bool all = s.recompute != Recompute::full;  // full recompute keeps only the input
   std::vector<ActivationItem> v;
-  v.push_back(item("block.x", "block input: LN1's input and the first residual", "s·b·h · w", R * h, w, true));
-  v.push_back(item("block.ln1", "LN1 output: the QKV projection's input", "s·b·h · w", R * h, w, all));
-  v.push_back(item("block.ln1_mean", "LN1 mean per token", "s·b · w_s", R, ws, all));
-  v.push_back(item("block.ln1_rstd", "LN1 1/std per token", "s·b · w_s", R, ws, all));
-  v.push_back(item("block.qkv", "Q, K, V: the attention core's input", "3·s·b·h · w", 3 * R * h, w, all));
+  v.push_back(item("block.x", "block input: LN1's input and the first residual", x, R * h, w, true));
+  v.push_back(item("block.ln1", "LN1 output: the QKV projection's input", x, R * h, w, all));
+  v.push_back(item("block.ln1_mean", "LN1 mean per token", stat, R, ws, all));
+  v.push_back(item("block.ln1_rstd", "LN1 1/std per token", stat, R, ws, all));
+  v.push_back(item("block.qkv", "Q, K, V: the attention core's input", in("3·"), 3 * N * h / t, w, all));
   if (s.attention == AttentionKernel::naive && s.recompute != Recompute::selective)
-    v.push_back(item("block.probs", "softmax(QKᵀ/√d): the s² term", "a·s²·b · w", s.heads * s.seq * R, w, all));
+    v.push_back(item("block.probs", "softmax(QKᵀ/√d): the s² term", "a·s²·b" + per_t + " · w", s.heads / t * s.seq * N,
+                     w, all));
   if (s.attention == AttentionKernel::flash)
-    v.push_back(item("block.lse", "flash: log-sum-exp per row", "a·s·b · w_s", s.heads * R, ws, all));
-  v.push_back(item("block.atty", "attention output: W^O's input", "s·b·h · w", R * h, w, all));
-  v.push_back(item("block.resid_mid", "after residual 1: LN2's input", "s·b·h · w", R * h, w, all));
-  v.push_back(item("block.ln2", "LN2 output: the fc input", "s·b·h · w", R * h, w, all));
-  v.push_back(item("block.ln2_mean", "LN2 mean per token", "s·b · w_s", R, ws, all));
-  v.push_back(item("block.ln2_rstd", "LN2 1/std per token", "s·b · w_s", R, ws, all));
-  v.push_back(item("block.fc", "fc output: GELU's input", "4·s·b·h · w", 4 * R * h, w, all));
-  v.push_back(item("block.gelu", "GELU output: fc-proj's input", "4·s·b·h · w", 4 * R * h, w, all));
+    v.push_back(item("block.lse", "flash: log-sum-exp per row", "a·s·b" + per_t + " · w_s", s.heads / t * N, ws, all));
+  v.push_back(item("block.atty", "attention output: W^O's input", in(""), N * h / t, w, all));
+  v.push_back(item("block.resid_mid", "after residual 1: LN2's input", x, R * h, w, all));
+  v.push_back(item("block.ln2", "LN2 output: the fc input", x, R * h, w, all));
+  v.push_back(item("block.ln2_mean", "LN2 mean per token", stat, R, ws, all));
+  v.push_back(item("block.ln2_rstd", "LN2 1/std per token", stat, R, ws, all));
+  v.push_back(item("block.fc", "fc output: GELU's input", in("4·"), 4 * N * h / t, w, all));
+  v.push_back(item("block.gelu", "GELU output: fc-proj's input", in("4·"), 4 * N * h / t, w, all));
   return v;
 }
 
 std::vector<ActivationItem> head_items(const ActivationShape& s) {
-  const u64 R = s.seq * s.micro_batch, h = s.hidden, w = s.width, ws = s.stat_width;
-  return {item("head.x", "last block's output: LN_f's input", "s·b·h · w", R * h, w, true),
-          item("head.lnf", "final LN output: the LM head's input", "s·b·h · w", R * h, w, true),
-          item("head.lnf_mean", "final LN mean per token", "s·b · w_s", R, ws, true),
-          item("head.lnf_rstd", "final LN 1/std per token", "s·b · w_s", R, ws, true),
-          item("head.probs", "softmax over the vocabulary (the loss)", "s·b·V · w_s", R * s.vocab, ws, true)};
+  const Rows r = rows_of(s);
+  const u64 R = r.outside, h = s.hidden, w = s.width, ws = s.stat_width;
+  return {item("head.x", "last block's output: LN_f's input", r.out + "·h · w", R * h, w, true),
+          item("head.lnf", "final LN output: the LM head's input", r.out + "·h · w", R * h, w, true),
+          item("head.lnf_mean", "final LN mean per token", r.out + " · w_s", R, ws, true),
+          item("head.lnf_rstd", "final LN 1/std per token", r.out + " · w_s", R, ws, true),
+          item("head.probs", "softmax over the vocabulary (the loss)", r.out + "·V · w_s", R * s.vocab, ws, true)};
 }
 
 u64 kept_block_bytes(const ActivationShape& s) {
@@ -82,11 +101,32 @@ u64 activation_peak(const ActivationShape& s, u64 blocks, bool head) {
 }
 
 u64 chapter_block_bytes(const ActivationShape& s) {
-  return 34 * s.seq * s.micro_batch * s.hidden + 5 * s.heads * s.seq * s.seq * s.micro_batch;
+  const u64 sbh = s.seq * s.micro_batch * s.hidden, t = s.tp;
+  const u64 quadratic = s.recompute == Recompute::none ? 5 * s.heads * s.seq * s.seq * s.micro_batch / t : 0;
+  if (s.recompute == Recompute::full) return 2 * sbh;
+  if (s.sequence_parallel) return 34 * sbh / t + quadratic;
+  return 10 * sbh + 24 * sbh / t + quadratic;  // t = 1: the chapter's 34·s·b·h + 5·a·s²·b
+}
+
+std::string chapter_block_formula(const ActivationShape& s) {
+  if (s.recompute == Recompute::full) return "2·s·b·h (full recompute)";
+  const std::string q = s.recompute == Recompute::selective ? "" : s.tp > 1 ? " + 5·a·s/(h·t)" : " + 5·a·s/h";
+  if (s.sequence_parallel) return "s·b·h·(34/t" + q + ")";
+  if (s.tp > 1) return "s·b·h·(10 + 24/t" + q + ")";
+  return "s·b·h·(34" + q + ")";
 }
 
 std::vector<std::string> differences_from_chapter(const ActivationShape& s) {
   std::vector<std::string> d;
+  if (s.tp > 1 && !s.sequence_parallel)
+    d.push_back(
+        "tensor parallelism splits what lies inside the regions (Q, K, V, the attention output, fc, GELU: 24 of "
+        "the 34, and the s² term) by t; LN1's and LN2's inputs and outputs stay whole on every rank (8·s·b·h of "
+        "Megatron's 10; the other 2 are dropout masks)");
+  if (s.sequence_parallel)
+    d.push_back(
+        "sequence parallelism splits the rest along s: LN inputs and outputs, the residual stream and the "
+        "head's input hold s/t positions per rank, so every tensor is divided by t");
   if (s.width != 2)
     d.push_back("activations are stored in " + std::to_string(s.width) +
                 " bytes here (the chapter assumes 2: --mixed bf16 stores them as bf16)");

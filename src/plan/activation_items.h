@@ -5,7 +5,8 @@
 // named. The model books exactly these tensors in the memory ledger under the same names
 // (model/activation_record.h), so `plan --ledger` compares them byte for byte.
 //
-// Legend: s sequence, b micro-batch, h hidden, a heads, L layers, V vocab; w bytes per saved activation
+// Legend: s sequence, b micro-batch, h hidden, a heads, L layers, V vocab, t tensor-parallel ranks (the
+// formulas show /t where a tensor is split); w bytes per saved activation
 // (2 with --mixed bf16, 4 in f32, 8 in f64), w_s bytes of the statistics kept in the compute type
 // (LayerNorm mean and rstd, flash attention's log-sum-exp, the loss's probabilities: 4, or 8 in f64).
 #pragma once
@@ -25,6 +26,8 @@ struct ActivationShape {
   AttentionKernel attention = AttentionKernel::naive;
   Recompute recompute = Recompute::none;
   double dropout = 0.0;
+  std::uint64_t tp = 1;            // t: the tensors inside the tp regions hold a/t heads, h/t and 4h/t columns
+  bool sequence_parallel = false;  // and the ones outside (LN, residual, the head) s/t positions
 };
 
 struct ActivationItem {
@@ -45,9 +48,13 @@ std::uint64_t kept_block_bytes(const ActivationShape& s);
 // a time (forward then backward): the model's allocation order, step by step.
 std::uint64_t activation_peak(const ActivationShape& s, std::uint64_t blocks, bool head);
 
-// The chapter's estimate for the same shape: 34·s·b·h + 5·a·s²·b bytes per layer (2-byte activations),
-// and the named differences between it and what this trainer keeps.
+// The chapter's estimate for the same shape: 34·s·b·h + 5·a·s²·b bytes per layer (2-byte activations) —
+// with tensor parallelism Megatron's table (Korthikanti et al. 2022, "Reducing Activation Recomputation in
+// Large Transformer Models", Table 2): s·b·h·(10 + 24/t + 5·a·s/(h·t)), with sequence parallelism
+// s·b·h·(34/t + 5·a·s/(h·t)), the s² term dropped under selective recompute, 2·s·b·h under full — and the
+// named differences between it and what this trainer keeps.
 std::uint64_t chapter_block_bytes(const ActivationShape& s);
+std::string chapter_block_formula(const ActivationShape& s);  // e.g. "s·b·h·(10 + 24/t + 5·a·s/(h·t))"
 std::vector<std::string> differences_from_chapter(const ActivationShape& s);
 
 }  // namespace shardlab::plan

@@ -100,6 +100,22 @@ StepComm measured_dp_ring(const Json& rank, const std::string& where) {
 
 bool times_equals(u64 per_step, u64 steps, u64 measured) { return u128(per_step) * steps == u128(measured); }
 
+// Sums comm.totals entries of ring collectives on axis "tp" by purpose.
+TpStepBytes measured_tp_ring(const Json& rank, const std::string& where) {
+  const Json& totals = need(need(rank, "comm", where), "totals", where + ".comm");
+  TpStepBytes m;
+  for (const Json& t : totals) {
+    const std::string w = where + ".comm.totals[]";
+    if (need_string(t, "axis", w) != "tp" || need_string(t, "impl", w) != "ring") continue;
+    const std::string op = need_string(t, "op", w);
+    if (op != "reduce_scatter" && op != "all_gather" && op != "all_reduce") continue;
+    const std::string purpose = t.contains("purpose") ? need_string(t, "purpose", w) : "";
+    const u64 sent = need_u64(t, "sent_intra", w) + need_u64(t, "sent_inter", w);
+    (purpose == "regather" ? m.regather : purpose == "replicated_grads" ? m.replicated_grads : m.region) += sent;
+  }
+  return m;
+}
+
 ActivationShape read_activation_shape(const Json& a) {
   const std::string w = "model.activations";
   ActivationShape s;
@@ -115,6 +131,14 @@ ActivationShape read_activation_shape(const Json& a) {
     throw std::runtime_error("unknown model.activations.attention");
   if (!parse_recompute(need_string(a, "recompute", w), &s.recompute))
     throw std::runtime_error("unknown model.activations.recompute");
+  if (a.contains("tp")) s.tp = need_u64(a, "tp", w);
+  if (a.contains("sequence_parallel")) {
+    if (!a.at("sequence_parallel").is_boolean())
+      throw std::runtime_error(w + ".sequence_parallel must be true or false");
+    s.sequence_parallel = a.at("sequence_parallel").get<bool>();
+  }
+  if (s.tp < 1 || s.heads % s.tp != 0 || (s.sequence_parallel && s.seq % s.tp != 0))
+    throw std::runtime_error(w + ": tp " + std::to_string(s.tp) + " does not split these heads and sequence");
   return s;
 }
 
@@ -160,7 +184,16 @@ void read_layout(const Json& j, LedgerCheck* c) {
   c->sharded = true;
   c->layout.dp = need_u64(l, "dp", "layout");
   c->layout.strategy = need_word<Strategy>(l, "strategy", "layout", parse_strategy);
-  if (l.contains("ranks_per_node")) c->layout.ranks_per_node = need_u64(l, "ranks_per_node", "layout");
+  if (l.contains("tp")) c->tp = need_u64(l, "tp", "layout");
+  if (l.contains("sequence_parallel")) {
+    if (!l.at("sequence_parallel").is_boolean()) throw std::runtime_error("layout.sequence_parallel must be a boolean");
+    c->sequence_parallel = l.at("sequence_parallel").get<bool>();
+  }
+  if (c->tp < 1 || c->tp > (1u << 20)) throw std::runtime_error("layout.tp must be in [1, 1048576]");
+  if (l.contains("ranks_per_node")) c->world_ranks_per_node = need_u64(l, "ranks_per_node", "layout");
+  if (c->world_ranks_per_node % c->tp != 0)
+    throw std::runtime_error("layout.ranks_per_node is not a multiple of layout.tp (tp partners share a node)");
+  c->layout.ranks_per_node = c->world_ranks_per_node / c->tp;  // dp ranks per node
   c->layout.accum = need_u64(l, "accum", "layout");
   c->steps = need_u64(l, "steps", "layout");
   c->comm_impl = need_string(l, "comm", "layout");
@@ -168,11 +201,12 @@ void read_layout(const Json& j, LedgerCheck* c) {
     throw std::runtime_error("unknown layout.comm \"" + c->comm_impl + "\" (ring or mpi)");
   const std::string bad = layout_error(c->layout);
   if (!bad.empty()) throw std::runtime_error("layout: " + bad);
-  if (static_cast<u64>(c->world_size) != c->layout.dp)
-    throw std::runtime_error("world_size " + std::to_string(c->world_size) + " is not layout.dp " +
-                             std::to_string(c->layout.dp) + " (only pure data-parallel runs are checked)");
+  if (static_cast<u64>(c->world_size) != c->layout.dp * c->tp)
+    throw std::runtime_error("world_size " + std::to_string(c->world_size) +
+                             " is not layout.dp × layout.tp = " + std::to_string(c->layout.dp * c->tp));
   c->sharding = shard_layout(c->layout, c->psi);
   c->comm_checked = c->comm_impl == "ring";
+  c->tp_checked = c->comm_checked && c->tp > 1;
   const std::pair<const char*, u64> derived[] = {{"shard_group", static_cast<u64>(c->sharding.group)},
                                                  {"padded_params", c->sharding.padded()},
                                                  {"shard", c->sharding.shard()}};
@@ -196,6 +230,7 @@ bool LedgerCheck::ok() const {
   for (const RankCheck& r : ranks) {
     if (!std::all_of(r.states.begin(), r.states.end(), [](const LedgerRow& s) { return s.match; })) return false;
     if (comm_checked && !r.comm.match) return false;
+    if (tp_checked && !r.tp.match) return false;
     if (activations_checked && !r.activations_match()) return false;
   }
   return !ranks.empty();
@@ -220,9 +255,17 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
   const Json& ranks = need(j, "ranks", "the ledger");
   if (!ranks.is_array()) throw std::runtime_error("\"ranks\" must be an array");
   if (j.contains("layout")) read_layout(j, &c);
+  if (c.activations_checked &&
+      (c.activation_shape.tp != c.tp || c.activation_shape.sequence_parallel != c.sequence_parallel))
+    throw std::runtime_error("model.activations and layout disagree on tp / sequence_parallel");
+  if (c.activations_checked && c.tp > 1) {  // Ψ_t from the dims (claim C19), against what the ranks hold
+    const ActivationShape& a = c.activation_shape;
+    const u64 formula = tp_param_count(GptDims{a.vocab, a.seq, a.hidden, a.layers}, c.tp);
+    c.layout_rows.push_back({"params (Ψ_t)", formula, c.psi, formula == c.psi});
+  }
 
   // Without a layout only rank 0 is checked, against the unsharded formula (claims C1, C3, C11).
-  const u64 checked = c.sharded ? c.layout.dp : 1;
+  const u64 checked = c.sharded ? c.layout.dp * c.tp : 1;
   std::vector<const Json*> by_rank(checked, nullptr);
   for (const Json& r : ranks) {
     if (!r.is_object() || !r.contains("rank") || !r.at("rank").is_number_unsigned()) continue;
@@ -238,18 +281,43 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
     if (!by_rank[k]) throw std::runtime_error("no entry with \"rank\": " + std::to_string(k) + " in \"ranks\"");
     RankCheck rc;
     rc.rank = static_cast<int>(k);
+    rc.dp_rank = static_cast<int>(k / c.tp);
+    rc.tp_rank = static_cast<int>(k % c.tp);
     rc.states = check_states(*by_rank[k], states, where);
     if (c.activations_checked)  // claims C4-C6, C27, C28: every saved tensor, exactly
       check_activations(*by_rank[k], c, need_u64(model.at("activations"), "micro_batches", "model.activations"), &rc);
     if (c.comm_checked) {  // claims C8, C12, C14: ring bytes per step, exactly
       CommRow& m = rc.comm;
-      m.formula = step_comm_bytes(c.recipe, c.psi, c.layout, k);
+      m.formula = step_comm_bytes(c.recipe, c.psi, c.layout, k / c.tp);
       m.measured = measured_dp_ring(*by_rank[k], where);
       m.steps = c.steps;
       m.split = c.layout.ranks_per_node > 0;
       const LinkBytes f = m.formula.total(), got = m.measured.total();
       m.match = m.split ? times_equals(f.intra, c.steps, got.intra) && times_equals(f.inter, c.steps, got.inter)
                         : times_equals(f.total(), c.steps, got.total());
+    }
+    if (c.tp_checked) {  // claims C17, C23: the tp bytes per step, exactly
+      if (!c.activations_checked) throw std::runtime_error("a tp ledger without model.activations cannot be checked");
+      const ActivationShape& a = c.activation_shape;
+      TpShape t;
+      t.gpt = GptDims{a.vocab, a.seq, a.hidden, a.layers};
+      t.micro_batch = a.micro_batch;
+      t.accum = c.layout.accum;
+      t.tp = c.tp;
+      t.sequence_parallel = c.sequence_parallel;
+      t.recompute = a.recompute;
+      t.act_bytes = c.recipe.mixed == Mixed::none && c.recipe.dtype == Dtype::f64 ? 8 : 4;
+      t.grad_bytes = bytes_per_param(c.recipe)[Mem::grad];
+      const ShardLayout& g = c.sharding;
+      const bool whole = c.layout.strategy == Strategy::dp;
+      const u64 member = c.layout.strategy == Strategy::hybrid ? rc.dp_rank % g.group : rc.dp_rank;
+      const u64 lo = whole ? 0 : member * g.shard(), hi = whole ? g.padded() : lo + g.shard();
+      rc.tp.phases = tp_step_phases(t, rc.tp_rank, lo, hi);
+      rc.tp.formula = tp_step_bytes(rc.tp.phases);
+      rc.tp.measured = measured_tp_ring(*by_rank[k], where);
+      rc.tp.match = times_equals(rc.tp.formula.region, c.steps, rc.tp.measured.region) &&
+                    times_equals(rc.tp.formula.regather, c.steps, rc.tp.measured.regather) &&
+                    times_equals(rc.tp.formula.replicated_grads, c.steps, rc.tp.measured.replicated_grads);
     }
     c.ranks.push_back(rc);
   }

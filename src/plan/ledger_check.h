@@ -12,8 +12,13 @@
 // its bytes per layer per micro-batch and how many were allocated — and the activation peak, against
 // plan/activation_items.h, exactly.
 //
-// Leaves out: other memory peaks (workspace is not a formula), other ops on the dp axis (e.g. the loss's
-// "all_gather_value"), other axes (TP/PP/CP/EP), and the comm bytes of "mpi" runs (MPI's internal
+// With tensor parallelism (layout.tp > 1): every rank of the dp × tp grid; model states of Ψ_t, the
+// ledger's model.params against Ψ_t; the dp formulas over the dp group of ranks holding the same slice
+// (ranks_per_node / tp of them per node); and each rank's ring bytes on axis "tp", purpose by purpose
+// (the regions, "regather", "replicated_grads"), against plan/tensor_parallel.h.
+//
+// Leaves out: other memory peaks (workspace is not a formula), other ops on the dp and tp axes (e.g. the
+// loss's "all_gather_value"), other axes (PP/CP/EP), and the comm bytes of "mpi" runs (MPI's internal
 // traffic is not observable; those runs check model states only).
 #pragma once
 
@@ -25,6 +30,7 @@
 #include "plan/comm_volume.h"
 #include "plan/model_states.h"
 #include "plan/sharding.h"
+#include "plan/tensor_parallel.h"
 
 namespace shardlab::plan {
 
@@ -56,8 +62,18 @@ struct ActivationRow {
   bool match = false;
 };
 
+// One rank's ring traffic on axis "tp" by purpose, per step (plan/tensor_parallel.h).
+struct TpRow {
+  TpStepBytes formula;   // bytes per step
+  TpStepBytes measured;  // bytes over the whole run
+  std::vector<TpPhase> phases;
+  bool match = false;  // measured == formula × steps, purpose by purpose
+};
+
 struct RankCheck {
   int rank = 0;
+  int dp_rank = 0, tp_rank = 0;                       // the rank's coordinates (world rank = dp_rank·tp + tp_rank)
+  TpRow tp;                                           // when LedgerCheck::tp_checked
   std::vector<LedgerRow> states;                      // one per model-state category, in ledger order
   CommRow comm;                                       // compared only when LedgerCheck::comm_checked
   std::vector<ActivationRow> activations;             // when LedgerCheck::activations_checked
@@ -83,6 +99,10 @@ struct LedgerCheck {
   std::string comm_impl;             // sharded only: "ring" | "mpi"
   bool comm_checked = false;         // sharded ring runs
   bool activations_checked = false;  // the ledger describes its activations (model.activations)
+  std::uint64_t tp = 1;              // layout.tp (1 when absent)
+  bool sequence_parallel = false;
+  std::uint64_t world_ranks_per_node = 0;  // layout.ranks_per_node as recorded (layout.ranks_per_node is per dp group)
+  bool tp_checked = false;                 // tp > 1 with ring collectives
   ActivationShape activation_shape;
   std::vector<LayoutRow> layout_rows;
   std::vector<RankCheck> ranks;  // in rank order; without a layout only rank 0

@@ -44,7 +44,11 @@ void print_unsharded(std::ostream& out, const LedgerCheck& c) {
 void print_layout(std::ostream& out, const LedgerCheck& c) {
   const Layout& l = c.layout;
   const std::string nodes =
-      l.ranks_per_node ? std::to_string(l.ranks_per_node) + " ranks per node" : "nodes not recorded";
+      l.ranks_per_node ? std::to_string(c.world_ranks_per_node) + " ranks per node" : "nodes not recorded";
+  if (c.tp > 1)
+    out << "  tensor parallel: t = " << c.tp << (c.sequence_parallel ? " with sequence parallelism" : "")
+        << "; every rank holds Ψ_t = " << commas(c.psi) << " parameters; the data-parallel formulas below run over\n"
+        << "  the dp group of ranks with the same tp index (world rank = dp·t + tp)\n";
   out << "  layout: " << strategy_label(l.strategy) << " over N = " << l.dp << " rank" << (l.dp == 1 ? "" : "s")
       << ", shard group G = " << c.sharding.group << ", S = " << commas(c.sharding.shard())
       << ", Ψ_pad = " << commas(c.sharding.padded()) << "\n          " << nodes << ", A = " << l.accum << " micro-batch"
@@ -118,6 +122,32 @@ void print_comm(std::ostream& out, const LedgerCheck& c) {
   }
 }
 
+// Tensor-parallel traffic per rank and purpose (claims C17, C23), with rank 0's phases spelled out.
+void print_tp(std::ostream& out, const LedgerCheck& c) {
+  if (c.tp <= 1) return;
+  if (!c.tp_checked) {
+    out << "Tensor-parallel traffic: not checked (comm \"mpi\": MPI's internal bytes are not observable)\n";
+    return;
+  }
+  out << "\nBytes sent per step on axis tp, tensor parallel over t = " << c.tp
+      << (c.sequence_parallel ? " with sequence parallelism" : "") << " (claims C17, C23; plan/tensor_parallel.h):\n"
+      << "formula vs comm.totals / " << c.steps << " steps, by purpose\n";
+  Table t({"rank", "dp", "tp", "regions formula", "measured", "regather formula", "measured", "replicated grads",
+           "measured", "match"});
+  for (const RankCheck& rc : c.ranks) {
+    const TpStepBytes& f = rc.tp.formula;
+    const TpStepBytes& m = rc.tp.measured;
+    t.row({std::to_string(rc.rank), std::to_string(rc.dp_rank), std::to_string(rc.tp_rank), commas(f.region),
+           per_step(m.region, c.steps), commas(f.regather), per_step(m.regather, c.steps), commas(f.replicated_grads),
+           per_step(m.replicated_grads, c.steps), rc.tp.match ? "yes" : "NO"});
+  }
+  t.print(out);
+  out << "  rank 0's tp collectives per step:\n";
+  for (const TpPhase& p : c.ranks.at(0).tp.phases)
+    out << "  - " << p.times << " × " << ring_op_name(p.op) << " of " << commas(p.payload) << " elements (" << p.what
+        << "): sends " << commas(p.elements) << " × " << p.elem_bytes << " B each = " << commas(p.bytes()) << " B\n";
+}
+
 // Every saved tensor of rank 0 (the other ranks: only whether they match), and the peak.
 void print_activations(std::ostream& out, const LedgerCheck& c) {
   if (!c.activations_checked || c.ranks.empty()) return;
@@ -145,6 +175,8 @@ void print_result(std::ostream& out, const LedgerCheck& c) {
   if (c.ok()) {
     if (!c.sharded)
       out << "result: every category matches exactly\n";
+    else if (c.tp_checked)
+      out << "result: every rank, category, ring total and tp total matches exactly\n";
     else if (c.comm_checked)
       out << "result: every rank, category and ring total matches exactly\n";
     else
@@ -171,6 +203,12 @@ void print_result(std::ostream& out, const LedgerCheck& c) {
       if (rc.peak_formula != rc.peak_measured)
         out << " " << who << "activation peak (measured " << signed_diff(rc.peak_measured, rc.peak_formula) << " B)";
     }
+    if (c.tp_checked && !rc.tp.match) {
+      const TpStepBytes &f = rc.tp.formula, &m = rc.tp.measured;
+      out << " " << who << "tp comm (over the run, measured regions " << signed_diff(m.region, f.region * c.steps)
+          << " B, regather " << signed_diff(m.regather, f.regather * c.steps) << " B, replicated grads "
+          << signed_diff(m.replicated_grads, f.replicated_grads * c.steps) << " B)";
+    }
     if (c.comm_checked && !rc.comm.match) {
       const LinkBytes f = rc.comm.formula.total(), m = rc.comm.measured.total();
       out << " " << who << "comm (over the run, measured ";
@@ -195,6 +233,7 @@ int print_ledger_check(std::ostream& out, const std::string& path, const LedgerC
     print_layout(out, c);
     print_states(out, c);
     print_comm(out, c);
+    print_tp(out, c);
   }
   print_activations(out, c);
   print_result(out, c);

@@ -9,12 +9,15 @@ namespace shardlab::plan {
 
 MemoryNeed rank_memory_need(const RunShape& run) {
   using ld = long double;
-  const ld V = run.gpt.vocab, T = run.gpt.seq, C = run.gpt.hidden, L = run.gpt.layers, NH = run.heads;
-  const ld B = run.micro_batch, N = B * T;  // tokens of one micro-batch
+  const ld V = run.gpt.vocab, T = run.gpt.seq, C = run.gpt.hidden, L = run.gpt.layers, t = run.tp;
+  const ld NH = ld(run.heads) / t;                 // this rank's heads
+  const ld B = run.micro_batch, N = B * T;         // tokens of one micro-batch: the rows inside the tp regions
+  const ld R = run.sequence_parallel ? N / t : N;  // the residual stream's rows
+  const ld CL = C / t, F = 4 * C / t;              // this rank's attention and MLP widths
   const ld elem = run.recipe.mixed == Mixed::none && run.recipe.dtype == Dtype::f64 ? 8 : 4;
-  // Ψ, the shard S and the padded Ψ_pad as in gpt_param_count and shard_layout, in long double so that
-  // absurd sizes (which overflow 64 bits) are estimated too, and refused.
-  const ld psi = V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C + C * V;
+  // Ψ_t (plan/tensor_parallel.h), the shard S and the padded Ψ_pad as in shard_layout, in long double so
+  // that absurd sizes (which overflow 64 bits) are estimated too, and refused.
+  const ld psi = V * C + T * C + L * (12 * C * C / t + 7 * C / t + 6 * C) + 2 * C + C * V;
   const ld G = run.layout.strategy == Strategy::hybrid ? ld(run.layout.ranks_per_node) : ld(run.layout.dp);
   const ld shard = std::ceil(psi / G), padded = G * shard;
   MemoryNeed need;
@@ -26,22 +29,24 @@ MemoryNeed rank_memory_need(const RunShape& run) {
   const bool bf16 = run.recipe.mixed == Mixed::bf16, naive = run.attention == AttentionKernel::naive;
   const bool full_recompute = run.recompute == Recompute::full;
   const ld w = bf16 ? 2 : elem, ws = elem;
-  const ld x = N * C * w, head_rest = N * C * w + 2 * N * ws + N * V * ws;
+  const ld x = R * C * w, head_rest = R * C * w + 2 * R * ws + R * V * ws;
   const ld probs = naive && run.recompute != Recompute::selective ? NH * T * N * w : 0;
-  const ld rest = 4 * N * C * w + 4 * N * ws + 3 * N * C * w + probs + (naive ? 0 : NH * N * ws) + 8 * N * C * w;
+  const ld rest = 3 * R * C * w + 4 * R * ws + 3 * N * CL * w + probs + (naive ? 0 : NH * N * ws) + N * CL * w +
+                  2 * N * F * w;  // LN1, resid_mid, LN2 and their statistics; Q, K, V; attention out; fc, GELU
   need.activations = full_recompute ? (L + 1) * x + std::max(rest, head_rest) : (L + 1) * x + L * rest + head_rest;
-  // A chunk's compute buffers (model/model_chunk.cpp), the f32 copies of bf16 weights and gradients,
-  // ZeRO-3's two gathered units, and ring buffers (≤ 1 MB per collective).
-  const bool shard_params = is_sharded(run.layout.strategy, Mem::param);
-  const ld unit = 12 * C * C + 13 * C + V * C;  // the largest unit: a block or the head
-  const ld chunk = 3 * N * C + 3 * N * C + 2 * 4 * N * C + (naive ? 2 * T * T : 2.0L * 64 * 256 + 2 * 64) +
+  // A chunk's compute buffers (model/model_chunk.cpp), the tp regions' buffers, the f32 copies of bf16
+  // weights and gradients, ZeRO-3's two gathered units, and ring buffers (≤ 1 MB per collective).
+  const bool shard_params = is_sharded(run.layout.strategy, Mem::param), sp = run.sequence_parallel;
+  const ld unit = 12 * C * C / t + 7 * C / t + 6 * C + V * C;  // the largest unit: a block or the head
+  const ld chunk = 2 * R * C + N * C + 3 * N * CL + 2 * N * F + (naive ? 2 * T * T : 2.0L * 64 * 256 + 2 * 64) +
                    (naive && (run.recompute == Recompute::selective || bf16) ? NH * T * N : 0) +
-                   (full_recompute ? N * C : 0) + (bf16 ? 4 * N * C + 3 * N * C + N * C + 8 * N * C : 0);
+                   (full_recompute ? R * C : 0) + (sp ? 3 * N * C : 0) +
+                   (bf16 ? 4 * R * C + 3 * N * CL + N * CL + 2 * N * F : 0);
   need.workspace =
       elem * chunk + (bf16 && !shard_params ? 4 * padded : 0) +
       (bf16 && run.recipe.grad_accum == GradAccum::bf16 && !is_sharded(run.layout.strategy, Mem::grad) ? 4 * padded
                                                                                                        : 0) +
-      (shard_params ? 2 * 2 * unit * elem : 0) + (run.layout.dp > 1 ? 2 * 1048576.0L : 0);
+      (shard_params ? 2 * 2 * unit * elem : 0) + (run.layout.dp > 1 || t > 1 ? 2 * 1048576.0L : 0);
   // The optimizer's f32 view of bf16 gradients (and of bf16 weights without a master, when sharded).
   const ld opt_range = is_sharded(run.layout.strategy, Mem::adam_m) ? shard : padded;
   const bool bf16_grads = bf16 && run.recipe.grad_accum == GradAccum::bf16;

@@ -24,6 +24,8 @@ struct RunShape {
   Layout layout;  // data parallel: strategy, N
   AttentionKernel attention = AttentionKernel::naive;
   Recompute recompute = Recompute::none;
+  std::uint64_t tp = 1;  // tensor-parallel ranks: the rank holds Ψ_t and its slice of the activations
+  bool sequence_parallel = false;
 };
 
 struct MemoryNeed {

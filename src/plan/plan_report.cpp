@@ -115,8 +115,12 @@ void print_items(std::ostream& out, const ActivationShape& s, bool with_head) {
   std::vector<ActivationItem> items = block_items(s);
   const u64 kept = kept_block_bytes(s), chapter = chapter_block_bytes(s);
   const Unit u = unit_for(std::max(kept, chapter));
-  out << "\nThe tensors this trainer keeps per layer and micro-batch (w = " << s.width << " B, w_s = " << s.stat_width
-      << " B; " << attention_name(s.attention) << " attention, recompute " << recompute_name(s.recompute)
+  out << "\nThe tensors this trainer keeps per layer and micro-batch"
+      << (s.tp > 1 ? " on each of t = " + std::to_string(s.tp) + " tensor-parallel ranks" +
+                         (s.sequence_parallel ? " with sequence parallelism" : "")
+                   : "")
+      << " (w = " << s.width << " B, w_s = " << s.stat_width << " B; " << attention_name(s.attention)
+      << " attention, recompute " << recompute_name(s.recompute)
       << "); `plan --ledger` checks a run's ledger against these, byte for byte\n";
   Table t({"item", "what", "elements", "bytes", u.name, "kept"}, 3);
   auto rows = [&](const std::vector<ActivationItem>& v) {
@@ -127,7 +131,8 @@ void print_items(std::ostream& out, const ActivationShape& s, bool with_head) {
   t.rule();
   t.row({"kept per layer", "", "", commas(kept), in_unit(kept, u), ""});
   t.row({"× L", "", "", commas(kept * s.layers), in_unit(kept * s.layers, u), ""});
-  t.row({"chapter: 34·s·b·h + 5·a·s²·b", "2-byte activations", "", commas(chapter), in_unit(chapter, u), ""});
+  t.row({"chapter: " + chapter_block_formula(s), s.tp > 1 ? "Korthikanti et al. 2022, 2-byte" : "2-byte activations",
+         "", commas(chapter), in_unit(chapter, u), ""});
   if (with_head) {
     t.rule();
     rows(head_items(s));
@@ -175,6 +180,11 @@ void print_plan(std::ostream& out, const PlanRequest& o) {
   s.attention = o.attention;
   s.recompute = o.recompute;
   s.dropout = o.dropout;
+  if (o.tp_given) {
+    print_tensor_parallel(out, o.tp, o.recipe, psi, preset || o.params ? nullptr : &o.gpt, o.act);
+    s.tp = o.tp.tp;
+    s.sequence_parallel = o.tp.sequence_parallel;
+  }
   print_items(out, s, !preset);
   if (o.sharding) {
     out << "\n";

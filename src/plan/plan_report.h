@@ -1,9 +1,10 @@
 // plan/plan_report.h — what `shardlab plan` prints: the chapter's model-state tables (C1, C3), the recipes
 // side by side, activations per layer and for the whole model (C4, C5, C6), the data-parallel section
-// (plan/sharding_report.h) when a layout is given; and the measured-versus-formula check of a
-// trainer's ledger.json (plan/ledger_check.h). The command's flags live in cli/plan.cpp.
+// (plan/sharding_report.h) when a layout is given, the tensor-parallel one with --tp; and the measured-versus-formula
+// check of a trainer's ledger.json (plan/ledger_check.h). The command's flags live in cli/plan.cpp.
 //
-// Leaves out: TP/PP/CP/EP layouts.
+// With --tp the tensor-parallel section (plan/tp_report.h) and the itemised activations of one tp rank.
+// Leaves out: PP/CP/EP layouts.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "plan/activations.h"
 #include "plan/model_states.h"
 #include "plan/sharding_report.h"
+#include "plan/tp_report.h"
 
 namespace shardlab::plan {
 
@@ -37,6 +39,8 @@ struct PlanRequest {
   double dropout = 0.0;
   bool sharding = false;  // a data-parallel layout was given
   ShardingRequest dp;
+  bool tp_given = false;  // a tensor-parallel layout was given
+  TpRequest tp;
   std::uint64_t psi() const { return preset_given ? preset.psi : (params ? params : gpt_param_count(gpt)); }
 };
 

@@ -1,6 +1,7 @@
 // The memory check before a run allocates anything (see memory_check.h).
 #include "train/memory_check.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -32,8 +33,10 @@ plan::MemoryNeed memory_need(const TrainConfig& cfg, int world) {
   plan::parse_master(cfg.master, &run.recipe.master);
   run.recipe.momentum = cfg.momentum;
   run.layout.strategy = strategy_of(cfg.zero, cfg.fsdp);
-  run.layout.dp = cfg.dp ? cfg.dp : world;
-  run.layout.ranks_per_node = cfg.ranks_per_node;
+  run.layout.dp = cfg.dp ? cfg.dp : world / std::max(1, cfg.tp);
+  run.tp = static_cast<uint64_t>(std::max(1, cfg.tp));
+  run.sequence_parallel = cfg.sequence_parallel;
+  run.layout.ranks_per_node = cfg.ranks_per_node / std::max(1, cfg.tp);  // dp ranks per node
   run.attention = cfg.activation_policy().attention;
   run.recompute = cfg.activation_policy().recompute;
   return plan::rank_memory_need(run);

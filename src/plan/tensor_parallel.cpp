@@ -1,0 +1,93 @@
+// plan/tensor_parallel.cpp — tensor and sequence parallelism's formulas (see tensor_parallel.h).
+#include "plan/tensor_parallel.h"
+
+#include <algorithm>
+
+namespace shardlab::plan {
+
+namespace {
+using u64 = std::uint64_t;
+}  // namespace
+
+std::vector<std::pair<u64, bool>> tp_tensor_runs(const GptDims& d, u64 t) {
+  const u64 C = d.hidden, V = d.vocab, T = d.seq;
+  std::vector<std::pair<u64, bool>> v = {{V * C, true}, {T * C, true}};  // tok_emb, pos_emb
+  for (u64 l = 0; l < d.layers; ++l) {
+    v.insert(v.end(), {{C, true},
+                       {C, true},  // ln1 weight, bias
+                       {3 * C * C / t, false},
+                       {3 * C / t, false},  // qkv: this rank's heads' rows
+                       {C * C / t, false},  // W^O: their columns
+                       {C, true},           // W^O's bias, added once after the sum
+                       {C, true},
+                       {C, true},  // ln2
+                       {4 * C * C / t, false},
+                       {4 * C / t, false},      // fc rows
+                       {4 * C * C / t, false},  // fc-proj columns
+                       {C, true}});             // fc-proj's bias
+  }
+  v.insert(v.end(), {{C, true}, {C, true}, {V * C, true}});  // ln_f, lm_head
+  return v;
+}
+
+u64 tp_param_count(const GptDims& d, u64 t) {
+  u64 n = 0;
+  for (const auto& [size, replicated] : tp_tensor_runs(d, t)) n += size;
+  return n;
+}
+
+u64 replicated_in_range(const GptDims& d, u64 t, u64 lo, u64 hi) {
+  u64 at = 0, n = 0;
+  for (const auto& [size, replicated] : tp_tensor_runs(d, t)) {
+    const u64 a = std::max(lo, at), b = std::min(hi, at + size);
+    if (replicated && a < b) n += b - a;
+    at += size;
+  }
+  return n;
+}
+
+std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64 grad_hi) {
+  std::vector<TpPhase> v;
+  const u64 t = s.tp;
+  if (t <= 1) return v;
+  const u64 n = s.micro_batch * s.gpt.seq * s.gpt.hidden, L = s.gpt.layers, A = s.accum;
+  const u64 again = s.recompute == Recompute::full ? 1 : 0;  // the recomputed forward talks again
+  auto phase = [&](std::string what, std::string purpose, RingOp op, u64 times, const std::vector<u64>& counts,
+                   u64 elem_bytes) {
+    u64 payload = 0;
+    for (u64 c : counts) payload += c;
+    v.push_back(
+        {std::move(what), std::move(purpose), op, times, payload, ring_sent_elements(op, counts, rank), elem_bytes});
+  };
+  if (!s.sequence_parallel) {
+    const std::vector<u64> chunks = even_chunks(n, t);
+    phase("all-reduce of the row-parallel partial sums (g, forward: W^O and fc-proj)", "", RingOp::all_reduce,
+          L * A * (2 + 2 * again), chunks, s.act_bytes);
+    phase("all-reduce of the region inputs' gradients (f, backward: before LN1 and LN2)", "", RingOp::all_reduce,
+          L * A * 2, chunks, s.act_bytes);
+    return v;
+  }
+  const std::vector<u64> shards(t, n / t);
+  phase("all-gather of the region inputs along s (forward) and of the output gradients (backward)", "",
+        RingOp::all_gather, L * A * (4 + 2 * again), shards, s.act_bytes);
+  phase("reduce-scatter of the partial sums (forward) and of the input gradients (backward)", "",
+        RingOp::reduce_scatter, L * A * (4 + 2 * again), shards, s.act_bytes);
+  phase("all-gather of each region's input again, for the weight gradients", "regather", RingOp::all_gather, L * A * 2,
+        shards, s.act_bytes);
+  const u64 rep = replicated_in_range(s.gpt, t, grad_lo, grad_hi);
+  if (rep > 0)
+    phase("all-reduce of the replicated tensors' gradients (LayerNorms, biases, embeddings, head)", "replicated_grads",
+          RingOp::all_reduce, 1, even_chunks(rep, t), s.grad_bytes);
+  return v;
+}
+
+TpStepBytes tp_step_bytes(const std::vector<TpPhase>& phases) {
+  TpStepBytes b;
+  for (const TpPhase& p : phases)
+    (p.purpose == "regather"           ? b.regather
+     : p.purpose == "replicated_grads" ? b.replicated_grads
+                                       : b.region) += p.bytes();
+  return b;
+}
+
+}  // namespace shardlab::plan
