@@ -1,6 +1,7 @@
-// Trace summary (see trace_summary.h). Per rank: the union of compute intervals (cat "compute"),
-// the union of communication intervals (cat "comm": blocking calls on lane 0, rings in flight on
-// lane 1), their intersection (communication hidden behind compute) and the rest (exposed).
+// Trace summary (see trace_summary.h). Per rank: the union of compute intervals (cat "compute") less
+// the blocking calls made inside them, the union of communication intervals (cat "comm": blocking calls
+// on lane 0, rings in flight on lane 1), their intersection (communication hidden behind compute) and the
+// rest (exposed). By op and axis: "all_reduce tp", "reduce_scatter dp", ….
 #include "report/trace_summary.h"
 
 #include <algorithm>
@@ -47,6 +48,21 @@ double overlap(const Intervals& a, const Intervals& b) {  // both merged
   return s;
 }
 
+// a minus b, both merged: the parts of a that no interval of b covers.
+Intervals subtract(const Intervals& a, const Intervals& b) {
+  Intervals out;
+  size_t j = 0;
+  for (auto [lo, hi] : a) {
+    while (j < b.size() && b[j].second <= lo) ++j;
+    for (size_t k = j; k < b.size() && b[k].first < hi; ++k) {
+      if (b[k].first > lo) out.push_back({lo, b[k].first});
+      lo = std::max(lo, b[k].second);
+    }
+    if (hi > lo) out.push_back({lo, hi});
+  }
+  return out;
+}
+
 }  // namespace
 
 int print_trace_summary(const std::string& run_dir) {
@@ -56,7 +72,7 @@ int print_trace_summary(const std::string& run_dir) {
   nlohmann::json doc = nlohmann::json::parse(read_file(path), nullptr, false);
   if (doc.is_discarded() || !doc.contains("traceEvents")) throw std::runtime_error(path + " is not a trace.json");
   struct Rank {
-    Intervals compute, comm;
+    Intervals compute, comm, blocking;  // blocking: calls on the compute lane, which the rank waits in
     std::vector<double> steps;
   };
   std::map<std::string, Intervals> by_op;  // all ranks: op name → intervals (rank-offset so ranks don't merge)
@@ -73,15 +89,22 @@ int print_trace_summary(const std::string& run_dir) {
       all_compute.push_back({shift + b, shift + b + d});
     } else if (cat == "comm") {
       r.comm.push_back({b, b + d});
-      const std::string name = e.value("name", "");
-      by_op[name.substr(0, name.find(' '))].push_back({shift + b, shift + b + d});
+      if (e.value("tid", 0) == 0) r.blocking.push_back({b, b + d});
+      const std::string name = e.value("name", "");  // "all_reduce tp 16.4 kB": the op and its axis
+      const size_t space = name.find(' '), second = space == std::string::npos ? space : name.find(' ', space + 1);
+      by_op[name.substr(0, second)].push_back({shift + b, shift + b + d});
     } else if (cat == "step")
       r.steps.push_back(d);
   }
   std::printf("%5s  %10s  %10s  %10s  %10s  %8s\n", "rank", "step ms", "compute ms", "comm ms", "exposed ms", "hidden");
   double all_comm = 0, all_hidden = 0;
+  Intervals all_blocking;
   for (auto& [rank, r] : ranks) {
-    Intervals compute = merge(r.compute), comm = merge(r.comm);
+    // A blocking call inside a compute span (tensor parallelism's all-reduces sit inside a block's
+    // forward) is time the rank waited, not computed: it is taken out of the compute intervals.
+    const Intervals blocking = merge(r.blocking);
+    Intervals compute = subtract(merge(r.compute), blocking), comm = merge(r.comm);
+    for (const auto& iv : blocking) all_blocking.push_back({1e12 * rank + iv.first, 1e12 * rank + iv.second});
     const double c = length(comm), hidden = overlap(comm, compute);
     double step = 0;
     for (double s : r.steps) step += s;
@@ -95,7 +118,7 @@ int print_trace_summary(const std::string& run_dir) {
   std::printf("(per step; hidden = share of communication time that ran while the rank computed)\n");
   std::printf("overall: %.1f%% of communication hidden behind compute\n",
               all_comm > 0 ? 100 * all_hidden / all_comm : 0.0);
-  const Intervals compute = merge(all_compute);
+  const Intervals compute = subtract(merge(all_compute), merge(all_blocking));
   for (auto& [op, iv] : by_op) {
     Intervals m = merge(iv);
     const double len = length(m);
