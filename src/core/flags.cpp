@@ -281,6 +281,15 @@ ParseResult Flags::parse(const std::vector<std::string>& args) {
     return {ParseResult::help, ""};
   } catch (const CLI::CallForAllHelp&) {
     return {ParseResult::help, ""};
+  } catch (const CLI::ExtrasError& e) {
+    // CLI11 2.1 joins the unexpected arguments last-first (detail::rjoin); name them as they were typed.
+    const std::vector<std::string> extras = impl_->app.remaining();
+    if (extras.empty()) return {ParseResult::error, e.what()};
+    std::string typed;
+    for (const std::string& a : extras) typed += (typed.empty() ? "" : " ") + a;
+    return {ParseResult::error, std::string(extras.size() > 1 ? "The following arguments were not expected: "
+                                                              : "The following argument was not expected: ") +
+                                    typed};
   } catch (const CLI::ParseError& e) {
     return {ParseResult::error, e.what()};
   }
