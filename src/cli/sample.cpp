@@ -1,6 +1,7 @@
 // `shardlab sample --load CKPT [--prompt TEXT --tokens N --temperature X --seed S]`: text generation
 // from a checkpoint's weights. Each new byte is drawn from the model's distribution at the last
 // position, sharpened by 1/temperature (0: always the most likely byte), with counter-based randomness.
+// A model that cannot fit in the machine's memory is refused before anything is allocated, as eval does.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "cli/command.h"
 #include "core/rng.h"
 #include "train/inference.h"
+#include "train/memory_check.h"
 
 namespace shardlab {
 
@@ -18,12 +20,14 @@ int sample_command(const CommandArgs& args, const Runtime& rt) {
   int tokens = 300;
   double temperature = 0.8;
   uint64_t seed = 1;
+  bool force_memory = false;
   Flags flags("shardlab sample", "Generate text from a checkpoint's weights.");
   flags.add("--load", load, "checkpoint: a --save directory (its latest step) or one step_NNNNNN directory");
   flags.add("--prompt", prompt, "text to continue");
   flags.add("--tokens", tokens, "bytes to generate", 0, 100000000);
   flags.add("--temperature", temperature, "sampling temperature (0: always the most likely byte)");
   flags.add("--seed", seed, "random seed of the sampling");
+  flags.flag("--force-memory", force_memory, "start even when the memory estimate exceeds what the machine has");
   if (int rc = parse_command(flags, args, rt, "shardlab sample"); rc >= 0) return rc;
   std::string err = load.empty()      ? "--load CKPT is required (a checkpoint directory or one of its step_NNNNNN)"
                     : temperature < 0 ? "--temperature must be ≥ 0"
@@ -33,6 +37,15 @@ int sample_command(const CommandArgs& args, const Runtime& rt) {
     return 2;
   }
   TrainConfig ck = checkpoint_config(load);
+  TrainConfig need = ck;  // what sampling allocates, as eval: the weights and one window's activations
+  need.micro_batch = 1;
+  need.optimizer = "sgd";
+  need.momentum = 0;
+  need.zero = 0;
+  need.fsdp = "none";
+  need.dp = 1;
+  need.force_memory = force_memory;
+  if (std::string why = check_memory(need, 1, 0); !why.empty()) throw std::invalid_argument(why);
   std::vector<int32_t> text;
   for (unsigned char c : prompt) {
     if (c >= ck.model.vocab) throw std::invalid_argument("--prompt has a byte outside the model's vocabulary");

@@ -223,7 +223,8 @@ bool representable(const std::string& s) {
 }
 
 // What a config file may hold, checked line by line before CLI11 reads it: `key = value` with one value
-// per key, given once — no [sections], no arrays, no second value — and switches as true or false.
+// per key, given once — no [sections], no arrays, no second value, no '#' after the value — and switches
+// as true or false.
 std::string config_problem(const std::string& path, const std::vector<std::string>& toggles) {
   if (std::string why = input_file_problem(path); !why.empty()) return why;
   std::string text;
@@ -232,6 +233,10 @@ std::string config_problem(const std::string& path, const std::vector<std::strin
   } catch (const std::runtime_error& e) {
     return e.what();
   }
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0)
+    return path +
+           " starts with a byte-order mark (U+FEFF), which the config reader takes for part of the first key; "
+           "save it as UTF-8 without one";
   std::istringstream in(text);
   std::string line;
   std::vector<std::string> seen;
@@ -248,6 +253,11 @@ std::string config_problem(const std::string& path, const std::vector<std::strin
     value.erase(value.find_last_not_of(" \t\r") + 1);
     if (std::find(seen.begin(), seen.end(), key) != seen.end()) return where + "'" + key + "' is given twice";
     seen.push_back(key);
+    // The reader ends a value at '#', even inside quotes: "a#b" would come back as '"a'.
+    if (value.find('#') != std::string::npos)
+      return where + "'" + key + "' has a '#' in its value, '" + value +
+             "': comments go on their own line, and a value holding a '#' is given as --" + key +
+             " on the command line";
     const bool quoted_value = value.size() >= 2 && (value[0] == '"' || value[0] == '\'') && value.back() == value[0] &&
                               value.find(value[0], 1) == value.size() - 1;
     if (value.empty() || value[0] == '[' || (!quoted_value && value.find_first_of(" \t\"'") != std::string::npos))
@@ -281,6 +291,15 @@ ParseResult Flags::parse(const std::vector<std::string>& args) {
     return {ParseResult::help, ""};
   } catch (const CLI::CallForAllHelp&) {
     return {ParseResult::help, ""};
+  } catch (const CLI::ExtrasError& e) {
+    // CLI11 2.1 joins the unexpected arguments last-first (detail::rjoin); name them as they were typed.
+    const std::vector<std::string> extras = impl_->app.remaining();
+    if (extras.empty()) return {ParseResult::error, e.what()};
+    std::string typed;
+    for (const std::string& a : extras) typed += (typed.empty() ? "" : " ") + a;
+    return {ParseResult::error, std::string(extras.size() > 1 ? "The following arguments were not expected: "
+                                                              : "The following argument was not expected: ") +
+                                    typed};
   } catch (const CLI::ParseError& e) {
     return {ParseResult::error, e.what()};
   }

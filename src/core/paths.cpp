@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <new>
 #include <stdexcept>
 
 namespace shardlab {
@@ -22,6 +24,16 @@ std::string kind_problem(const std::string& path, const struct stat& st) {
                                                        : "a socket or other special file") +
            ")";
   return "";
+}
+
+// Bytes the machine can still give (MemAvailable), or 0 when unknown.
+double available_memory() {
+  std::ifstream f("/proc/meminfo");
+  std::string key, unit;
+  double kb = 0;
+  while (f >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
 }
 }  // namespace
 
@@ -44,9 +56,21 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, size_t max_bytes) 
   if (why.empty() && static_cast<size_t>(st.st_size) > max_bytes)
     why = "'" + path + "' has " + std::to_string(st.st_size) + " bytes, more than the " + std::to_string(max_bytes) +
           " such a file may hold";
+  // A file read whole must fit in memory: refused with both numbers, not a std::bad_alloc (or a machine
+  // that pages itself to death). Asked only of files past 64 MB: smaller ones always fit.
+  const double available = why.empty() && st.st_size > (off_t(1) << 26) ? available_memory() : 0;
+  if (available > 0 && double(st.st_size) > available)
+    why = "'" + path + "' has " + std::to_string(st.st_size) + " bytes, but only " +
+          std::to_string(static_cast<long long>(available)) + " bytes of memory are available to read it into";
   std::vector<uint8_t> bytes;
   if (why.empty()) {
-    bytes.resize(static_cast<size_t>(st.st_size));
+    try {
+      bytes.resize(static_cast<size_t>(st.st_size));
+    } catch (const std::bad_alloc&) {
+      ::close(fd);
+      throw std::runtime_error("'" + path + "' has " + std::to_string(st.st_size) +
+                               " bytes, more than this process can allocate to read it into");
+    }
     size_t got = 0;
     while (got < bytes.size()) {
       const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);

@@ -14,7 +14,8 @@ namespace shardlab {
 // ("'x' does not exist", "'x' is a directory, not a file", …).
 std::string input_file_problem(const std::string& path);
 
-// The whole file, after the check above and a size limit; throws std::runtime_error with the reason.
+// The whole file, after the check above, a size limit and the memory available (MemAvailable); throws
+// std::runtime_error with the reason.
 std::string read_file(const std::string& path, size_t max_bytes = size_t(1) << 30);
 std::vector<uint8_t> read_file_bytes(const std::string& path, size_t max_bytes = size_t(1) << 40);
 

@@ -241,8 +241,12 @@ std::string read_latest(const std::string& dir) {
     throw err(p, e.what());
   }
   while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
-  if (!is_plain_name(name) || step_of_dir_name(name) < 0 || name != step_dir_name(step_of_dir_name(name)))
-    throw err(p, "does not name a step directory ('" + name.substr(0, 60) + "'): it was not written by shardlab");
+  if (!is_plain_name(name) || step_of_dir_name(name) < 0 || name != step_dir_name(step_of_dir_name(name))) {
+    std::string shown = name.substr(0, 60);  // as text: a NUL would cut the message, other bytes garble it
+    for (char& c : shown)
+      if (!std::isprint(static_cast<unsigned char>(c))) c = '?';
+    throw err(p, "does not name a step directory ('" + shown + "'): it was not written by shardlab");
+  }
   return name;
 }
 

@@ -76,8 +76,18 @@ std::string DirectoryLock::acquire(const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir)) return "cannot create directory '" + dir + "' (" + ec.message() + ")";
   const std::string path = dir + "/" + kFileName;
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  // O_NOFOLLOW: a symlink at PATH is never followed (it would create or lock a file elsewhere);
+  // O_NONBLOCK: a FIFO at PATH never blocks the open. Only a regular file is ever the lock.
+  const std::string not_ours =
+      "'" + path + "' is not a regular file (the lock file shardlab makes is); remove it, or choose another directory";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (fd < 0 && (errno == ELOOP || errno == EISDIR)) return not_ours;
   if (fd < 0) return "cannot write into '" + dir + "' (" + sys_error() + ")";
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return not_ours;
+  }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const bool busy = errno == EWOULDBLOCK;
     const std::string why = sys_error();

@@ -20,7 +20,8 @@ void write_text_file_atomic(const std::string& path, const std::string& text);
 void fsync_directory(const std::string& dir);  // best effort: makes a rename in DIR durable
 
 // Holds an exclusive lock on DIR (created if missing) until destroyed or the process ends (the kernel
-// drops it then, so a killed run never leaves a stale lock).
+// drops it then, so a killed run never leaves a stale lock). The lock is a regular file: a symlink, FIFO,
+// device or directory named shardlab.lock is refused, never followed or opened.
 class DirectoryLock {
  public:
   static constexpr const char* kFileName = "shardlab.lock";

@@ -91,7 +91,13 @@ TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step) {
   LoadedCheckpoint ck = load_checkpoint(dir_or_step);
   if (!ck.meta.contains("config")) throw std::runtime_error("checkpoint " + ck.path + ": meta.json has no config");
   if (step) *step = ck.meta.at("step").get<int64_t>();
-  return TrainConfig::from_json(ck.meta.at("config"));
+  TrainConfig cfg = TrainConfig::from_json(ck.meta.at("config"));
+  // The model's shape is checked, not trusted: eval and sample size every buffer from it (heads 0 or seq 0
+  // would divide by zero, hidden 0 would evaluate nothing).
+  if (const std::string why = cfg.model.validate(); !why.empty())
+    throw std::runtime_error("checkpoint " + ck.path + ": meta.json's config is not a model shardlab can build (" +
+                             why + ")");
+  return cfg;
 }
 
 void check_train_checkpoint(const std::string& dir_or_step, const TrainConfig& cfg, const ParamLayout& layout) {

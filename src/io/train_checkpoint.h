@@ -32,7 +32,8 @@ template <class T>
 std::string save_train_checkpoint(const std::string& dir, int64_t step, const TrainConfig& cfg,
                                   const ParamLayout& layout, const NamedStores<T>& stores);
 
-// Reads the config stored in a checkpoint (DIR or a step dir); throws with a clear message.
+// Reads the config stored in a checkpoint (DIR or a step dir), its model shape validated; throws with a
+// clear message.
 TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step = nullptr);
 
 // Checks every tensor the configuration's model states need (weights and optimizer states): present,
