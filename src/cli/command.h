@@ -23,6 +23,7 @@ int plan_command(const CommandArgs& args, const Runtime& rt);
 int plot_command(const CommandArgs& args, const Runtime& rt);
 int trace_command(const CommandArgs& args, const Runtime& rt);
 int ring_command(const CommandArgs& args, const Runtime& rt);
+int mlp_split_command(const CommandArgs& args, const Runtime& rt);
 int bench_command(const CommandArgs& args, const Runtime& rt);
 int swamping_command(const CommandArgs& args, const Runtime& rt);
 

@@ -42,7 +42,7 @@ int eval_command(const CommandArgs& args, const Runtime& rt) {
   need.fsdp = "none";
   need.dp = 1;
   need.force_memory = force_memory;
-  if (std::string err = check_memory(need, 1, double(data.train_bytes() + data.val_bytes())); !err.empty())
+  if (std::string err = check_memory(need, 1, double(data.train_bytes() + data.val_bytes()), true); !err.empty())
     throw std::invalid_argument(err + (batch > 1 ? " (or a smaller --batch)" : ""));
   return with_checkpoint_model(ck, load, batch, [&](auto& model, const auto* params) {
     int n = data.windows(TextData::Part::whole);

@@ -45,7 +45,7 @@ int sample_command(const CommandArgs& args, const Runtime& rt) {
   need.fsdp = "none";
   need.dp = 1;
   need.force_memory = force_memory;
-  if (std::string why = check_memory(need, 1, 0); !why.empty()) throw std::invalid_argument(why);
+  if (std::string why = check_memory(need, 1, 0, true); !why.empty()) throw std::invalid_argument(why);
   std::vector<int32_t> text;
   for (unsigned char c : prompt) {
     if (c >= ck.model.vocab) throw std::invalid_argument("--prompt has a byte outside the model's vocabulary");

@@ -215,7 +215,8 @@ bool is_scratch_name(const std::string& name) {
 
 bool is_own_checkpoint(const std::string& step_dir) {
   std::error_code ec;
-  if (!fs::is_directory(step_dir, ec)) return false;
+  // A symlink is a person's, whatever it points to: never replaced or removed.
+  if (fs::is_symlink(step_dir, ec) || !fs::is_directory(step_dir, ec)) return false;
   nlohmann::json m;
   try {
     m = nlohmann::json::parse(read_file((fs::path(step_dir) / "meta.json").string(), size_t(1) << 24));

@@ -70,7 +70,24 @@ int print_trace_summary(const std::string& run_dir) {
   if (input_file_problem(path).find("does not exist") != std::string::npos)
     throw std::runtime_error(path + " does not exist (train with --trace on --out " + run_dir + ")");
   nlohmann::json doc = nlohmann::json::parse(read_file(path), nullptr, false);
-  if (doc.is_discarded() || !doc.contains("traceEvents")) throw std::runtime_error(path + " is not a trace.json");
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array())
+    throw std::runtime_error(path + " is not a trace.json (no array \"traceEvents\")");
+  size_t spans = 0, index = 0;
+  for (const auto& e : doc["traceEvents"]) {  // every span needs a numeric start, duration and rank
+    if (!e.is_object() || !e.contains("ph") || !e["ph"].is_string() || e["ph"] != "X") {
+      ++index;
+      continue;
+    }
+    for (const char* key : {"ts", "dur", "pid"})
+      if (!e.contains(key) || !e[key].is_number() || (std::string(key) == "pid" && !e[key].is_number_integer()))
+        throw std::runtime_error(path + ": event " + std::to_string(index) + " has no numeric \"" + key +
+                                 "\" (not a trace written by shardlab)");
+    if (e.contains("tid") && !e["tid"].is_number_integer())
+      throw std::runtime_error(path + ": event " + std::to_string(index) + " has a non-integer \"tid\"");
+    ++spans;
+    ++index;
+  }
+  if (spans == 0) throw std::runtime_error(path + " holds no spans to summarise (was the run traced with --trace on?)");
   struct Rank {
     Intervals compute, comm, blocking;  // blocking: calls on the compute lane, which the rank waits in
     std::vector<double> steps;
@@ -79,10 +96,10 @@ int print_trace_summary(const std::string& run_dir) {
   Intervals all_compute;
   std::map<int, Rank> ranks;
   for (const auto& e : doc["traceEvents"]) {
-    if (e.value("ph", "") != "X") continue;
+    if (!e.is_object() || !e.contains("ph") || e["ph"] != "X") continue;
     const double b = e["ts"].get<double>(), d = e["dur"].get<double>();
     Rank& r = ranks[e["pid"].get<int>()];
-    const std::string cat = e.value("cat", "");
+    const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
     const double shift = 1e12 * e["pid"].get<int>();  // lay ranks end to end so their intervals never meet
     if (cat == "compute") {
       r.compute.push_back({b, b + d});
@@ -90,7 +107,7 @@ int print_trace_summary(const std::string& run_dir) {
     } else if (cat == "comm") {
       r.comm.push_back({b, b + d});
       if (e.value("tid", 0) == 0) r.blocking.push_back({b, b + d});
-      const std::string name = e.value("name", "");  // "all_reduce tp 16.4 kB": the op and its axis
+      const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "?";
       const size_t space = name.find(' '), second = space == std::string::npos ? space : name.find(' ', space + 1);
       by_op[name.substr(0, second)].push_back({shift + b, shift + b + d});
     } else if (cat == "step")

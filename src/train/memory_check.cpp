@@ -59,7 +59,7 @@ std::string memory_need_text(const TrainConfig& cfg, int world) {
          ")";
 }
 
-std::string check_memory(const TrainConfig& cfg, int world, double data_bytes) {
+std::string check_memory(const TrainConfig& cfg, int world, double data_bytes, bool whole_model) {
   const double available = available_memory_bytes();
   if (cfg.force_memory || available <= 0) return "";
   const plan::MemoryNeed m = memory_need(cfg, world);
@@ -72,9 +72,11 @@ std::string check_memory(const TrainConfig& cfg, int world, double data_bytes) {
     << ")";
   if (here > 1) o << " × " << here << " ranks on this machine = " << format_bytes(all);
   o << ", but " << format_bytes(available) << " is available; "
-    << (m.activations >= m.model_states
+    << (whole_model ? "this process holds the whole model: it needs a machine with more memory"
+        : m.activations >= m.model_states
             ? "lower --micro-batch or --seq"
-            : "lower --hidden or --layers, or shard the model states (--zero 3 over more ranks)")
+            : "lower --hidden or --layers, or shard the model states (--zero 3 or --tp over "
+              "more ranks)")
     << ", or give --force-memory to start anyway";
   return o.str();
 }

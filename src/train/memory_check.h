@@ -15,7 +15,8 @@ plan::MemoryNeed memory_need(const TrainConfig& cfg, int world);
 // Bytes the machine can still give (MemAvailable), or 0 when unknown.
 double available_memory_bytes();
 // "" when the run fits (or --force-memory), else one sentence with both numbers and what to lower.
-std::string check_memory(const TrainConfig& cfg, int world, double data_bytes);
+// whole_model: the command holds the whole model in one process (eval, sample): no layout can help.
+std::string check_memory(const TrainConfig& cfg, int world, double data_bytes, bool whole_model = false);
 // "~42 MB per rank (model states 14 MB, activations 23 MB, workspace 5 MB)", for the run's header.
 std::string memory_need_text(const TrainConfig& cfg, int world);
 
