@@ -15,6 +15,20 @@ two=$(bash scripts/mpirun.sh -np 2 build/shardlab train $DPRUN | sed -n 's/.* \(
 awk -v a="$one" -v b="$two" 'BEGIN {printf "  1 rank %s tokens/s, 2 ranks %s tokens/s: %.2f×\n", a, b, b / a}'
 
 echo
+echo "tensor parallel: tp = 2 vs 1 rank at the same micro-batch (L4 H256 A4 S128 B8). Target ≥ 1.5×"
+TPRUN="--layers 4 --hidden 256 --heads 4 --seq 128 --micro-batch 8 --global-batch 8 --steps 12 --eval-windows 0 --progress none"
+TPDIR=$(mktemp -d)
+one=$(build/shardlab train $TPRUN | sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
+for sp in "" "--sequence-parallel"; do
+  rm -rf "$TPDIR/run"
+  two=$(bash scripts/mpirun.sh -np 2 build/shardlab train $TPRUN --tp 2 $sp --trace on --out "$TPDIR/run" |
+    sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
+  share=$(python3 bench/tp_comm_share.py "$TPDIR/run/trace.json")
+  awk -v a="$one" -v b="$two" -v s="$share" -v sp="${sp:-(no SP)}" \
+    'BEGIN {printf "  1 rank %s tokens/s, tp 2 %s tokens/s: %.2f×; %s%% of rank 0 step time in tp collectives %s\n", a, b, b / a, s, sp}'
+done
+rm -rf "$TPDIR"
+echo
 echo "ring all-reduce vs MPI_Allreduce, 2 ranks, f32 payloads. Target ring ≥ 0.8× MPI"
 bash scripts/mpirun.sh -np 2 build/shardlab ring --sizes-mb 1,4,16,64 --repeat 5
 
