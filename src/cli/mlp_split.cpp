@@ -75,7 +75,7 @@ int split(Communicator& world, Communicator& tp, CommLedger& ledger, int C, int 
   const uint64_t seq0 = ledger.next_seq();
   std::vector<T> pre_i(size_t(N) * F), Y_i(pre_i.size()), Zs(NC), dY_i(pre_i.size()), dpre_i(pre_i.size()), dXs(NC);
   std::vector<T> dA_i(size_t(F) * C), da_i(F), dB_i(size_t(C) * F), db_s(C);
-  const T* x = regions.enter(X.data(), nullptr, d);  // f forward: identity
+  const T* x = regions.enter(X.data(), nullptr, d);  // f forward: identity (copy_to_tp_region)
   linear_forward(pre_i.data(), x, Ai, ai, N, C, F);
   gelu_forward(Y_i.data(), pre_i.data(), pre_i.size());
   linear_forward(Zs.data(), Y_i.data(), Bi, static_cast<const T*>(nullptr), N, F, C);  // this rank's partial sums
