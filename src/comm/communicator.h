@@ -123,6 +123,9 @@ class Communicator {
   // all_gather bytes that lessons compare with the formulas). The caller adds them in member order.
   template <class T>
   std::vector<T> all_gather_value(T v);
+  // The same for k values from each member (every member gives as many): member r's at [r·k, (r+1)·k).
+  template <class T>
+  std::vector<T> all_gather_values(const std::vector<T>& mine);
   void barrier();  // no ledger record (no payload)
 
   // ---- Non-blocking ring collectives. start_* posts the first ring step and returns; progress() advances

@@ -219,6 +219,15 @@ std::vector<T> Communicator::all_gather_value(T v) {
   return out;
 }
 
+template <class T>
+std::vector<T> Communicator::all_gather_values(const std::vector<T>& mine) {
+  const size_t k = mine.size();
+  std::vector<T> out(size_ * k, T{});
+  std::copy(mine.begin(), mine.end(), out.begin() + rank_ * k);
+  start(Coll::all_gather, out.data(), std::vector<size_t>(size_, k), type_ops<T>(), "gather", true);
+  return out;
+}
+
 void Communicator::barrier() {
   if (size_ == 1) return;
   std::vector<MPI_Request> r(1, MPI_REQUEST_NULL);
@@ -232,7 +241,8 @@ void Communicator::barrier() {
   template void Communicator::sendrecv<T>(const T*, size_t, int, T*, size_t, int, int);                              \
   template void Communicator::broadcast<T>(T*, size_t, int);                                                         \
   template void Communicator::all_to_all_v<T>(const T*, const std::vector<size_t>&, T*, const std::vector<size_t>&); \
-  template std::vector<T> Communicator::all_gather_value<T>(T);
+  template std::vector<T> Communicator::all_gather_value<T>(T);                                                     \
+  template std::vector<T> Communicator::all_gather_values<T>(const std::vector<T>&);
 SHARDLAB_COMM_TYPES(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE
 

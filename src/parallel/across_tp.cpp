@@ -5,7 +5,7 @@
 //    embeddings and the head) saw only its positions, so their gradients are partial sums: one all-reduce
 //    over tp of all of them in this rank's range (purpose "replicated_grads") makes them whole;
 //  - the gradient norm counts every parameter once: the slices on every tp rank, the replicated tensors
-//    on tp rank 0 only, so clipping matches the single process;
+//    on tp rank 0 only (unit by unit, see grad_norm), so clipping matches the single process;
 //  - a checkpoint holds whole tensors: every tp rank's slices are gathered and put in their places.
 #include <algorithm>
 #include <cstring>
@@ -55,12 +55,14 @@ void DataParallel<T>::reduce_replicated_grads() {
 }
 
 template <class T>
-double DataParallel<T>::grad_sumsq_of_slice() const {
+double DataParallel<T>::unit_grad_sumsq(int unit, size_t lo, size_t hi) const {
+  if (lo >= hi) return 0.0;
+  if (!tp_) return states_->grad_sumsq(lo, hi);
   const bool replicated_here = tp_->rank() == 0;  // a replicated tensor counts once: on tp rank 0
   double s = 0.0;
   for (const TensorSpec& t : layout_.tensors())
-    if (!t.replicated() || replicated_here)
-      s += states_->grad_sumsq(std::max(shards_.my_begin(), t.offset), std::min(shards_.my_end(), t.offset + t.numel));
+    if (t.offset < hi && t.offset + t.numel > lo && (!t.replicated() || replicated_here))
+      s += states_->grad_sumsq(std::max(lo, t.offset), std::min(hi, t.offset + t.numel));
   return s;
 }
 

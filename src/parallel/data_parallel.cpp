@@ -74,15 +74,27 @@ void DataParallel<T>::set_comm_ledger(CommLedger* ledger) {
 
 template <class T>
 double DataParallel<T>::grad_norm() {
-  // Σ g² over this rank's shard, then the shards' partial sums in rank order — the same arithmetic in
-  // DP (full gradients on every rank) and ZeRO (only the shard), so clipping is identical too.
-  double partial = states_->grad_sumsq(shards_.my_begin(), shards_.my_end());
-  if (tp_) {  // this dp rank's slices on every tp rank, in tp rank order
-    partial = 0.0;
-    for (double v : tp_->all_gather_value(grad_sumsq_of_slice())) partial += v;
-  }
+  // Layout-independent arithmetic: Σ g² of each unit over this rank's part of it (in flat order), the
+  // parts of a unit added over tp ranks and then over the shard group in rank order, then the units added
+  // in unit order — the same sums whether the units live on one process, on dp shards, tp slices or
+  // pipeline stages, so clipping is identical wherever the gradients are.
+  const int U = layout_.units();
+  std::vector<double> parts(U);
+  for (int u = 0; u < U; ++u)
+    parts[u] = unit_grad_sumsq(u, std::max(layout_.unit_begin(u), shards_.my_begin()),
+                               std::min(layout_.unit_end(u), shards_.my_end()));
+  auto add_over = [&](Communicator* group) {
+    if (!group || group->size() == 1) return;
+    const std::vector<double> all = group->all_gather_values(parts);
+    for (int u = 0; u < U; ++u) {
+      parts[u] = 0.0;
+      for (int r = 0; r < group->size(); ++r) parts[u] += all[size_t(r) * U + u];
+    }
+  };
+  add_over(tp_);
+  add_over(shard_);
   double total = 0.0;
-  for (double v : shard_->all_gather_value(partial)) total += v;
+  for (double p : parts) total += p;
   return std::sqrt(total);
 }
 

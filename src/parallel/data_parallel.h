@@ -99,9 +99,9 @@ class DataParallel : public UnitAccess<T> {
   Gathered& gathered(int unit);
   void progress();
   // Across tensor-parallel ranks (across_tp.cpp): the replicated tensors' gradients with sequence
-  // parallelism, this rank's part of Σ g², and a checkpoint's whole tensors from every rank's slices.
+  // parallelism, a unit's part of Σ g², and a checkpoint's whole tensors from every rank's slices.
   void reduce_replicated_grads();
-  double grad_sumsq_of_slice() const;
+  double unit_grad_sumsq(int unit, size_t lo, size_t hi) const;  // Σ g² of [lo, hi) ⊂ the unit, once per parameter
   void assemble_whole(NamedStores<T>& stores, std::vector<std::unique_ptr<FlatStore<T>>>& keep);
 
   const TrainConfig& cfg_;
