@@ -101,6 +101,7 @@ class Communicator {
   template <class T>
   void sendrecv(const T* sbuf, size_t sn, int dst, T* rbuf, size_t rn, int src, int tag = 0);
 
+
   // ---- Collectives on a buffer cut into size() consecutive chunks: counts[r] elements belong to member r
   // (n = Σ counts; chunks may be unequal or empty; counts must be the same on every member). Reductions
   // are sums; bf16 is widened to float, added, and rounded to nearest even after EVERY addition.
@@ -151,6 +152,13 @@ class Communicator {
   Pending start_all_gather(T* buf, const std::vector<size_t>& counts);
   template <class T>
   Pending start_all_reduce(T* buf, const std::vector<size_t>& counts);
+  // Point to point, non-blocking (one ledger record each, impl "p2p"; trace lane 1): posted now, completed
+  // by progress()/wait(); the buffer must stay untouched until then. Posting sends without waiting for
+  // them is what keeps a pipeline schedule from deadlocking on large messages. The peer is another member.
+  template <class T>
+  Pending start_send(const T* buf, size_t n, int dst, int tag);
+  template <class T>
+  Pending start_recv(T* buf, size_t n, int src, int tag);
   bool progress(Pending& p);
   void wait(Pending& p);
 
@@ -172,6 +180,8 @@ class Communicator {
                                           const detail::TypeOps& t, const char* op, bool blocking);
   void p2p(const char* op, const void* sbuf, size_t sn, int dst, void* rbuf, size_t rn, int src, int tag,
            const detail::TypeOps& t);
+  std::unique_ptr<detail::InFlight> start_p2p(const char* op, void* buf, size_t n, int peer, int tag,
+                                              const detail::TypeOps& t);
   void bcast(void* buf, size_t n, int root, const detail::TypeOps& t);
   void alltoallv(const void* sbuf, const std::vector<size_t>& sc, void* rbuf, const std::vector<size_t>& rc,
                  const detail::TypeOps& t);

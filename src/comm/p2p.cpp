@@ -1,4 +1,4 @@
-// Point-to-point messages (pipeline stages, context-parallel rings), broadcast, all-to-all (expert
+// Point-to-point messages (pipeline stages, context-parallel rings), blocking and non-blocking, broadcast, all-to-all (expert
 // parallel dispatch), all_gather_value and barrier. Every wait goes through the progress engine, so
 // non-blocking collectives in flight keep moving, and the watchdog catches a stuck peer.
 //
@@ -105,6 +105,67 @@ void Communicator::recv(T* buf, size_t n, int src, int tag) {
 template <class T>
 void Communicator::sendrecv(const T* sbuf, size_t sn, int dst, T* rbuf, size_t rn, int src, int tag) {
   p2p("sendrecv", sbuf, sn, dst, rbuf, rn, src, tag, type_ops<T>());
+}
+
+// ---- point to point, non-blocking ----
+
+namespace {
+// One MPI_Isend or MPI_Irecv, advanced by MPI_Test (its buffer must stay alive until done).
+class P2POp final : public detail::InFlight {
+ public:
+  P2POp(MPI_Request r, int peer) : req_(r), peer_(peer) {}
+  bool advance() override {
+    if (done_) return true;
+    int flag = 0;
+    MPI_Test(&req_, &flag, MPI_STATUS_IGNORE);
+    if (flag) finish();
+    return done_;
+  }
+  int waiting_for() const override { return done_ ? -1 : peer_; }
+
+ private:
+  MPI_Request req_;
+  int peer_;
+};
+}  // namespace
+
+std::unique_ptr<detail::InFlight> Communicator::start_p2p(const char* op, void* buf, size_t n, int peer, int tag,
+                                                          const TypeOps& t) {
+  const bool sending = op[0] == 's';
+  if (tag < 0 || tag > kMaxUserTag || peer < 0 || peer >= size_ || peer == rank_ || h_->comm == MPI_COMM_NULL) {
+    std::fprintf(stderr, "shardlab: error: %s on %s: bad peer %d or tag %d (tags 0..%d), or no MPI\n", op,
+                 axis_name(axis_), peer, tag, kMaxUserTag);
+    abort_all(2);
+  }
+  CommCall* rec = record(op, n, t.bytes, "p2p");
+  MPI_Request r = MPI_REQUEST_NULL;
+  if (sending) {
+    MPI_Isend(buf, mpi_count(n, op), t.type, peer, tag, h_->comm, &r);
+    detail::ledger_send(rec, n * t.bytes, inter_node(peer));
+  } else {
+    MPI_Irecv(buf, mpi_count(n, op), t.type, peer, tag, h_->comm, &r);
+    detail::ledger_recv(rec, n * t.bytes, inter_node(peer));
+  }
+  auto f = std::make_unique<P2POp>(r, peer);
+  f->what = std::string(op) + " on " + axis_name(axis_) + " (tag " + std::to_string(tag) + ")";
+  f->world_ranks = world_;
+  f->lane = 1;
+  if (trace_ && trace_->enabled()) {
+    f->trace = trace_;
+    f->trace_name = trace_name(op, n * t.bytes);
+    f->t0_us = trace_->now_us();
+  }
+  if (!f->advance()) detail::engine_add(f.get());
+  return f;
+}
+
+template <class T>
+Communicator::Pending Communicator::start_send(const T* buf, size_t n, int dst, int tag) {
+  return Pending(start_p2p("send", const_cast<T*>(buf), n, dst, tag, type_ops<T>()));
+}
+template <class T>
+Communicator::Pending Communicator::start_recv(T* buf, size_t n, int src, int tag) {
+  return Pending(start_p2p("recv", buf, n, src, tag, type_ops<T>()));
 }
 
 // ---- broadcast ----
@@ -239,6 +300,8 @@ void Communicator::barrier() {
   template void Communicator::send<T>(const T*, size_t, int, int);                                                   \
   template void Communicator::recv<T>(T*, size_t, int, int);                                                         \
   template void Communicator::sendrecv<T>(const T*, size_t, int, T*, size_t, int, int);                              \
+  template Communicator::Pending Communicator::start_send<T>(const T*, size_t, int, int);                           \
+  template Communicator::Pending Communicator::start_recv<T>(T*, size_t, int, int);                                 \
   template void Communicator::broadcast<T>(T*, size_t, int);                                                         \
   template void Communicator::all_to_all_v<T>(const T*, const std::vector<size_t>&, T*, const std::vector<size_t>&); \
   template std::vector<T> Communicator::all_gather_value<T>(T);                                                     \

@@ -27,38 +27,47 @@ size_t ParamLayout::add(const std::string& name, std::vector<int64_t> shape, Ini
   return t.offset;
 }
 
-ParamLayout::ParamLayout(const GPTConfig& cfg, const ModelSlice& slice) : slice_(slice) {
+ParamLayout::ParamLayout(const GPTConfig& cfg, const ModelSlice& slice, const std::vector<bool>& held)
+    : slice_(slice) {
   const int64_t C = cfg.hidden, V = cfg.vocab, T = cfg.seq, t = slice.tp, r = slice.tp_rank;
   const int64_t CL = C / t, F = 4 * C / t;  // this rank's attention width (its heads) and MLP width
   const TensorSlice rows3{0, 3 * CL * r}, cols{1, CL * r}, rowsF{0, F * r}, colsF{1, F * r};
+  auto holds = [&](int unit) { return held.empty() || held[unit]; };
   unit_begin_.push_back(total_);
-  tok_emb = add("tok_emb", {V, C}, Init::normal, true);  // (V, C)
-  pos_emb = add("pos_emb", {T, C}, Init::normal, true);  // (T, C)
+  if (holds(0)) {
+    tok_emb = add("tok_emb", {V, C}, Init::normal, true);  // (V, C)
+    pos_emb = add("pos_emb", {T, C}, Init::normal, true);  // (T, C)
+  }
   for (int l = 0; l < cfg.layers; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
     unit_begin_.push_back(total_);
-    BlockOffsets b;
-    b.ln1_w = add(p + "ln1.weight", {C}, Init::ones, false);
-    b.ln1_b = add(p + "ln1.bias", {C}, Init::zeros, false);
-    // (3C, C), rows per head [q,k,v]: this rank's heads are rows [3·CL·r, 3·CL·(r+1))
-    b.qkv_w = add(p + "attn.qkv.weight", {3 * CL, C}, Init::normal, true, rows3, {3 * C, C});
-    b.qkv_b = add(p + "attn.qkv.bias", {3 * CL}, Init::zeros, false, rows3, {3 * C});
-    // W^O (C, C): the columns that multiply this rank's heads
-    b.proj_w = add(p + "attn.proj.weight", {C, CL}, Init::normal_residual, true, cols, {C, C});
-    b.proj_b = add(p + "attn.proj.bias", {C}, Init::zeros, false);
-    b.ln2_w = add(p + "ln2.weight", {C}, Init::ones, false);
-    b.ln2_b = add(p + "ln2.bias", {C}, Init::zeros, false);
-    b.fc_w = add(p + "mlp.fc.weight", {F, C}, Init::normal, true, rowsF, {4 * C, C});  // (4C, C)
-    b.fc_b = add(p + "mlp.fc.bias", {F}, Init::zeros, false, rowsF, {4 * C});
-    b.fcproj_w = add(p + "mlp.proj.weight", {C, F}, Init::normal_residual, true, colsF, {C, 4 * C});  // (C, 4C)
-    b.fcproj_b = add(p + "mlp.proj.bias", {C}, Init::zeros, false);
+    BlockOffsets b{};
+    if (holds(l + 1)) {
+      b.ln1_w = add(p + "ln1.weight", {C}, Init::ones, false);
+      b.ln1_b = add(p + "ln1.bias", {C}, Init::zeros, false);
+      // (3C, C), rows per head [q,k,v]: this rank's heads are rows [3·CL·r, 3·CL·(r+1))
+      b.qkv_w = add(p + "attn.qkv.weight", {3 * CL, C}, Init::normal, true, rows3, {3 * C, C});
+      b.qkv_b = add(p + "attn.qkv.bias", {3 * CL}, Init::zeros, false, rows3, {3 * C});
+      // W^O (C, C): the columns that multiply this rank's heads
+      b.proj_w = add(p + "attn.proj.weight", {C, CL}, Init::normal_residual, true, cols, {C, C});
+      b.proj_b = add(p + "attn.proj.bias", {C}, Init::zeros, false);
+      b.ln2_w = add(p + "ln2.weight", {C}, Init::ones, false);
+      b.ln2_b = add(p + "ln2.bias", {C}, Init::zeros, false);
+      b.fc_w = add(p + "mlp.fc.weight", {F, C}, Init::normal, true, rowsF, {4 * C, C});  // (4C, C)
+      b.fc_b = add(p + "mlp.fc.bias", {F}, Init::zeros, false, rowsF, {4 * C});
+      b.fcproj_w = add(p + "mlp.proj.weight", {C, F}, Init::normal_residual, true, colsF, {C, 4 * C});  // (C, 4C)
+      b.fcproj_b = add(p + "mlp.proj.bias", {C}, Init::zeros, false);
+      matmul_params_ += static_cast<size_t>(12 * C * C / t);
+    }
     blocks.push_back(b);
   }
   unit_begin_.push_back(total_);
-  lnf_w = add("ln_f.weight", {C}, Init::ones, false);
-  lnf_b = add("ln_f.bias", {C}, Init::zeros, false);
-  lm_head = add("lm_head.weight", {V, C}, Init::normal, true);  // (V, C), untied, no bias
-  matmul_params_ = static_cast<size_t>(cfg.layers) * 12 * C * C / t + C * V;
+  if (holds(cfg.layers + 1)) {
+    lnf_w = add("ln_f.weight", {C}, Init::ones, false);
+    lnf_b = add("ln_f.bias", {C}, Init::zeros, false);
+    lm_head = add("lm_head.weight", {V, C}, Init::normal, true);  // (V, C), untied, no bias
+    matmul_params_ += static_cast<size_t>(C * V);
+  }
 }
 
 const TensorSpec& ParamLayout::find(const std::string& name) const {

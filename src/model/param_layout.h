@@ -13,6 +13,7 @@
 //   mlp.fc    rows [r·4C/t, (r+1)·4C/t)        (column-parallel)
 //   mlp.proj  the same columns                 (row-parallel)
 // Everything else (embeddings, LayerNorms, the row-parallel biases, the head) is replicated whole.
+// A pipeline stage's layout holds only its units' tensors (the same names, offsets packed).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -62,18 +63,21 @@ struct BlockOffsets {
 
 class ParamLayout {
  public:
-  explicit ParamLayout(const GPTConfig& cfg, const ModelSlice& slice = {});
+  // held: which units this rank holds (a pipeline stage's; empty = all). The layout then has only their
+  // tensors, each unit's internal layout unchanged; a unit not held is an empty range at its place.
+  explicit ParamLayout(const GPTConfig& cfg, const ModelSlice& slice = {}, const std::vector<bool>& held = {});
   const std::vector<TensorSpec>& tensors() const { return tensors_; }
   const TensorSpec& find(const std::string& name) const;  // throws if unknown
   size_t total() const { return total_; }
   size_t matmul_params() const { return matmul_params_; }  // this rank's L·12C²/t + C·V, for model FLOPs
   const ModelSlice& slice() const { return slice_; }
-  size_t tok_emb, pos_emb, lnf_w, lnf_b, lm_head;
+  size_t tok_emb = 0, pos_emb = 0, lnf_w = 0, lnf_b = 0, lm_head = 0;  // valid where the unit is held
   std::vector<BlockOffsets> blocks;
 
   // Units: the contiguous pieces a layout gathers, frees and reduces as one (FSDP's "wrapped units").
   // Unit 0 = embeddings, units 1…L = blocks, unit L+1 = final LN + LM head.
   int units() const { return static_cast<int>(unit_begin_.size()); }
+  bool holds(int u) const { return unit_end(u) > unit_begin(u); }
   size_t unit_begin(int u) const { return unit_begin_[u]; }
   size_t unit_end(int u) const { return u + 1 < units() ? unit_begin_[u + 1] : total_; }
 

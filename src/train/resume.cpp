@@ -14,6 +14,10 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
   merged.dp = fresh.dp;
   merged.tp = fresh.tp;
   merged.sequence_parallel = fresh.sequence_parallel;
+  merged.pp = fresh.pp;
+  merged.pp_layers = fresh.pp_layers;
+  merged.schedule = fresh.schedule;
+  merged.virtual_stages = fresh.virtual_stages;
   merged.zero = fresh.zero;
   merged.fsdp = fresh.fsdp;
   merged.ranks_per_node = fresh.ranks_per_node;

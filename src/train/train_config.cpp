@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/flags.h"
+#include "parallel/pipeline_partition.h"
 
 namespace shardlab {
 
@@ -69,6 +70,10 @@ void add_train_flags(Flags& f, TrainConfig& c) {
   f.add("--tp", c.tp, "tensor-parallel ranks: each holds heads/t heads and 4·hidden/t of the MLP");
   f.flag("--sequence-parallel", c.sequence_parallel,
          "with --tp > 1: split LayerNorm, dropout and residual activations along the sequence too");
+  f.add("--pp", c.pp, "pipeline stages: consecutive layers per stage, embedding on the first, head on the last");
+  f.add("--pp-layers", c.pp_layers, "layers per stage, e.g. 3,5 (default: balanced)", "LIST");
+  f.choice("--schedule", c.schedule, {"gpipe", "1f1b", "interleaved"}, "pipeline schedule");
+  f.add("--virtual-stages", c.virtual_stages, "model chunks per stage (--schedule interleaved)");
   f.add("--zero", c.zero, "ZeRO stage 0 | 1 | 2 | 3");
   f.choice("--fsdp", c.fsdp, {"none", "full", "grad_op", "no_shard", "hybrid"}, "FSDP strategy (instead of --zero)");
   f.add("--bucket-mb", c.bucket_mb, "DP gradient bucket size in MB");
@@ -131,6 +136,8 @@ std::string validate_train_config(const TrainConfig& c) {
     return "--zero and --fsdp name the same thing; give one (fsdp full = zero 3, grad_op = zero 2, no_shard = zero 0)";
   if (c.dp < 0 || c.ranks_per_node < 0) return "--dp and --ranks-per-node must not be negative";
   if (std::string why = c.slice(0).validate(c.model); !why.empty()) return why;
+  if (std::string why = pipeline_problem(c.model.layers, c.pp, c.virtual_stages, c.schedule, c.pp_layers); !why.empty())
+    return why;
   if (!(c.bucket_mb > 0)) return "--bucket-mb must be positive";
   if (c.trace == "on" && c.out.empty()) return "--trace on writes DIR/trace.json: give --out DIR";
   for (const std::string* dir : {&c.out, &c.save})
@@ -140,18 +147,26 @@ std::string validate_train_config(const TrainConfig& c) {
 }
 
 std::string validate_world(const TrainConfig& cfg, int world) {
-  const int tp = cfg.tp;
-  if (!cfg.dp && world % tp != 0)
-    return "--tp " + std::to_string(tp) + " does not divide the world of " + std::to_string(world) +
-           " ranks (mpirun -np a multiple of " + std::to_string(tp) + ")";
-  const int dp = cfg.dp ? cfg.dp : world / tp;
-  if (dp * tp != world)
-    return "--dp " + std::to_string(dp) + " × tp " + std::to_string(tp) +
-           " × pp 1 × cp 1 × ep 1 = " + std::to_string(dp * tp) + ", but the world has " + std::to_string(world) +
-           " ranks (mpirun -np " + std::to_string(dp * tp) + ")";
+  const int tp = cfg.tp, pp = cfg.pp, others = tp * pp;
+  if (!cfg.dp && world % others != 0)
+    return "tp " + std::to_string(tp) + " × pp " + std::to_string(pp) + " = " + std::to_string(others) +
+           " does not divide the world of " + std::to_string(world) + " ranks (mpirun -np a multiple of " +
+           std::to_string(others) + ")";
+  const int dp = cfg.dp ? cfg.dp : world / others;
+  if (dp * others != world)
+    return "--dp " + std::to_string(dp) + " × tp " + std::to_string(tp) + " × pp " + std::to_string(pp) +
+           " × cp 1 × ep 1 = " + std::to_string(dp * others) + ", but the world has " + std::to_string(world) +
+           " ranks (mpirun -np " + std::to_string(dp * others) + ")";
   if (cfg.global_batch % (dp * cfg.micro_batch) != 0)
     return "--global-batch " + std::to_string(cfg.global_batch) +
            " is not divisible by dp × micro-batch = " + std::to_string(dp) + " × " + std::to_string(cfg.micro_batch);
+  const int m = cfg.global_batch / (dp * cfg.micro_batch);  // micro-batches per step
+  if (cfg.schedule == "interleaved" && m % pp != 0)
+    return "--schedule interleaved runs micro-batches in groups of pp: " + std::to_string(m) +
+           " micro-batches per step (global-batch / (dp × micro-batch)) is not a multiple of --pp " + std::to_string(pp);
+  if (2 * m * pp * cfg.virtual_stages > 16384)
+    return std::to_string(m) + " micro-batches × " + std::to_string(pp * cfg.virtual_stages) +
+           " model chunks: too many pipeline messages to tell apart (m · pp · virtual-stages must be ≤ 8192)";
   if (tp > 1 && cfg.ranks_per_node > 0 && cfg.ranks_per_node % tp != 0)
     return "--ranks-per-node " + std::to_string(cfg.ranks_per_node) +
            " would split tensor-parallel partners over nodes; " + "it must be a multiple of --tp " +

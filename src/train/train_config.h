@@ -55,6 +55,10 @@ struct TrainConfig {
   int dp = 0;                   // data-parallel ranks; 0 = what the other axes leave of the world
   int tp = 1;                   // tensor-parallel ranks (Megatron: heads and MLP width split over them)
   bool sequence_parallel = false;  // with tp > 1: LayerNorm, dropout and residual regions split along the sequence
+  int pp = 1;                      // pipeline stages
+  std::string pp_layers;           // layers per stage, "3,5,…" (default: balanced)
+  std::string schedule = "1f1b";   // gpipe | 1f1b | interleaved
+  int virtual_stages = 1;          // model chunks per stage (interleaved)
   int zero = 0;                 // ZeRO stage 0..3
   std::string fsdp = "none";    // none | full | grad_op | no_shard | hybrid
   double bucket_mb = 1.0;       // gradient bucket size for DP's overlapped all-reduce

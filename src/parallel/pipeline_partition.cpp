@@ -1,0 +1,84 @@
+// Layers over pipeline stages and their model chunks (see pipeline_partition.h).
+#include "parallel/pipeline_partition.h"
+
+#include <cstdlib>
+
+namespace shardlab {
+
+namespace {
+
+// "3,5" → {3, 5}; empty on a malformed list.
+std::vector<int> parse_layers(const std::string& s) {
+  std::vector<int> v;
+  size_t at = 0;
+  while (at <= s.size()) {
+    const size_t comma = s.find(',', at);
+    const std::string item = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    char* end = nullptr;
+    const long n = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end || n < 1 || n > 1000000) return {};
+    v.push_back(static_cast<int>(n));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
+std::vector<bool> PipelinePartition::held_units(int stage) const {
+  const int layers = chunks.back().end_block;
+  std::vector<bool> held(layers + 2, false);
+  for (int c = 0; c < virtual_stages; ++c) {
+    const ChunkSpec& k = chunk(stage, c);
+    for (int l = k.first_block; l < k.end_block; ++l) held[l + 1] = true;
+    if (k.embedding) held[0] = true;
+    if (k.head) held[layers + 1] = true;
+  }
+  return held;
+}
+
+std::string pipeline_problem(int layers, int pp, int v, const std::string& schedule, const std::string& pp_layers) {
+  const std::string P = std::to_string(pp), V = std::to_string(v), L = std::to_string(layers);
+  if (pp < 1) return "--pp must be at least 1";
+  if (v < 1) return "--virtual-stages must be at least 1";
+  if (schedule == "interleaved" && v < 2)
+    return "--schedule interleaved gives every stage several model chunks: add --virtual-stages 2 or more";
+  if (schedule != "interleaved" && v > 1)
+    return "--virtual-stages " + V + " needs --schedule interleaved (gpipe and 1f1b hold one chunk per stage)";
+  if (pp * v > layers)
+    return "--pp " + P + (v > 1 ? " × --virtual-stages " + V : "") + " = " + std::to_string(pp * v) +
+           " model chunks, but the model has " + L + " layers (every chunk holds at least one)";
+  if (schedule == "interleaved" && layers % (pp * v) != 0)
+    return "--schedule interleaved needs --layers divisible by pp × virtual-stages = " + std::to_string(pp * v) +
+           " (the model has " + L + ")";
+  if (!pp_layers.empty()) {
+    if (v > 1) return "--pp-layers sets the layers of each stage; it does not go with --virtual-stages";
+    const std::vector<int> n = parse_layers(pp_layers);
+    if (n.empty()) return "--pp-layers expects positive layer counts separated by commas, e.g. 3,5; got '" + pp_layers + "'";
+    int sum = 0;
+    for (int x : n) sum += x;
+    if (static_cast<int>(n.size()) != pp || sum != layers)
+      return "--pp-layers " + pp_layers + " gives " + std::to_string(n.size()) + " stages and " +
+             std::to_string(sum) + " layers; --pp " + P + " and --layers " + L + " need " + P + " counts adding to " + L;
+  }
+  return "";
+}
+
+PipelinePartition partition_layers(int layers, int pp, int v, const std::string& pp_layers) {
+  PipelinePartition p;
+  p.stages = pp;
+  p.virtual_stages = v;
+  const int K = pp * v;
+  std::vector<int> n = pp_layers.empty() ? std::vector<int>() : parse_layers(pp_layers);
+  if (n.empty())
+    for (int k = 0; k < K; ++k) n.push_back(layers / K + (k < layers % K ? 1 : 0));
+  int first = 0;
+  for (int k = 0; k < K; ++k) {
+    p.chunks.push_back(ChunkSpec{first, first + n[k], k == 0, k == K - 1});
+    first += n[k];
+  }
+  return p;
+}
+
+}  // namespace shardlab

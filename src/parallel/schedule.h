@@ -1,0 +1,67 @@
+// Pipeline schedules as data (claims C20, C21): for each stage, the ordered actions it runs in one
+// optimizer step — receive a micro-batch's activation, run a chunk's forward, send its output; receive the
+// output's gradient, run the backward, send the input's gradient. One executor (parallel/pipeline.h) runs
+// any such list; the same list is simulated here for its ideal timeline, bubble and stash, printed as a
+// text grid (`shardlab schedule`) and drawn (report/schedule_svg.h).
+//   gpipe        all m forwards, then all m backwards: stashes m micro-batches;
+//   1f1b         warmup: p − s − 1 forwards; steady: one forward, one backward; cooldown: the remaining
+//                backwards — a micro-batch's activations are freed right after its backward, so stage s
+//                stashes at most p − s (≤ p) micro-batches, with the same bubble (p−1)/(m+p−1);
+//   interleaved  every stage holds v model chunks (Megatron's virtual pipeline); micro-batches go through
+//                in groups of p, each visiting every stage v times: bubble (p−1)/(v·m) over the ideal time,
+//                v× the point-to-point messages.
+// Backwards run in micro-batch order on every chunk, so each stage accumulates its gradients in the order
+// the single process does: every schedule is bit-identical to it.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace shardlab {
+
+enum class ScheduleKind { gpipe, one_f_one_b, interleaved };
+bool parse_schedule(const std::string& name, ScheduleKind* out);  // gpipe | 1f1b | interleaved
+const char* schedule_name(ScheduleKind k);
+
+enum class Act { recv_activation, forward, send_activation, recv_gradient, backward, send_gradient };
+const char* act_name(Act a);
+
+struct Action {
+  Act act;
+  int micro_batch;
+  int chunk;  // this stage's model chunk (0 … v−1); model chunk k = chunk·p + stage
+};
+using StageActions = std::vector<Action>;
+
+// The actions of every stage for one step of m micro-batches on p stages with v chunks per stage.
+std::vector<StageActions> make_schedule(ScheduleKind kind, int p, int m, int v);
+// Forwards only (evaluation): every micro-batch through every chunk, nothing stashed for a backward.
+std::vector<StageActions> forward_only_schedule(int p, int m, int v);
+
+// The schedule played out with a forward of one chunk taking `forward` time units and a backward
+// `backward` units, messages arriving as they are sent. Per stage: every compute action's start and end,
+// busy time, and the largest number of micro-batch records alive at once (the stash).
+struct Slot {
+  Act act;  // forward or backward
+  int micro_batch, chunk;
+  double start, end;
+};
+struct Timeline {
+  std::vector<std::vector<Slot>> stages;
+  double makespan = 0;
+  std::vector<double> busy;    // per stage
+  std::vector<int> stash;      // per stage: micro-batches whose forward ran and backward has not
+  bool complete = false;       // every action ran (false: the schedule would deadlock)
+  std::string problem;         // why not, or a broken rule (a backward before its forward, …)
+  double bubble_fraction() const;  // idle / (stages · makespan)
+};
+Timeline simulate(const std::vector<StageActions>& schedule, int v, double forward, double backward);
+
+// One row per stage, one cell per time unit: "F3" a forward, "B3" a backward (two cells when it costs two),
+// with the chunk as a letter (a, b, …) when v > 1, "." idle.
+std::string schedule_grid(const Timeline& t, int v, double unit);
+
+// The chapter's formulas: (p−1)/(m+p−1) of the time idle (GPipe, 1F1B); interleaved (p−1)/(v·m) over
+// the ideal time, i.e. (p−1)/(v·m + p−1) of the time.
+double bubble_formula(ScheduleKind kind, int p, int m, int v);
+
+}  // namespace shardlab
