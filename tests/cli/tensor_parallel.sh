@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# Tensor and sequence parallelism through the CLI and scripts/mpirun.sh (f64, dropout 0.1):
+#  (1) layouts: -np 2 --tp 2 --sequence-parallel and --tp 2 reproduce the single process (compare, f64
+#      tolerance: TP/SP vs one process is equal within tolerance, not bit for bit — the
+#      row-parallel sums and the replicated gradients are added in another order);
+#  (2) checkpoints hold whole tensors, so a run resumes on any layout. A tp-2 + SP run saved at step 6:
+#      resumed at tp 2 + SP it is bit-identical to the uninterrupted tp-2 + SP run (compare --rtol 0);
+#      resumed on one process (tp 1) and at dp 2 it continues the single-process curve (compare against the
+#      uninterrupted single process on steps 7..10, f64 tolerance: its step-6 weights carry tp's reorder
+#      noise, ~1e-16, so bit-identity across layouts cannot be asked) and its loss.csv holds exactly 7..10;
+#      a tp-1 checkpoint resumes at tp 2 (with and without SP) the same way;
+#  (3) bad input: heads not divisible by --tp, --sequence-parallel with t = 1, --seq not divisible by --tp
+#      under SP, dp × tp ≠ world, --tp not dividing the world, --ranks-per-node splitting tp partners: exit 2
+#      within 60 s, exactly one line naming shardlab (the error, from rank 0: mpirun --tag-output says which
+#      rank wrote it), no crash dump; OpenMPI's own banner after it is expected and not counted.
+# Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
+source "$(dirname "$0")/lib.sh"
+if ! command -v mpirun >/dev/null 2>&1; then echo "FAIL - mpirun exists (no OpenMPI: make deps installs it)"; exit 1; fi
+mpi() { timeout -k 5 60 bash scripts/mpirun.sh -np "$@" </dev/null; }  # mpi N CMD...: 124/137 = hung
+
+# Constant lr after a 2-step warmup, so --steps does not change the schedule of the steps both runs have.
+R=(--layers 1 --hidden 32 --heads 2 --seq 32 --eval-windows 0 --progress none --data "$tmp/small.txt"
+   --dtype f64 --dropout 0.1 --lr-schedule constant --warmup 2 --global-batch 2 --micro-batch 1)
+
+# run NAME NP DIR FLAGS...: train on NP ranks (1: no mpirun) with --out DIR; FAIL and return 1 unless exit 0.
+run() {
+  local name=$1 np=$2 dir=$3 rc
+  shift 3
+  if [ "$np" = 1 ]; then
+    timeout -k 5 60 "$S" train "${R[@]}" "$@" --out "$dir" >"$dir.log" 2>&1 </dev/null
+  else
+    mpi "$np" "$S" train "${R[@]}" "$@" --out "$dir" >"$dir.log" 2>&1
+  fi
+  rc=$?
+  if [ "$rc" != 0 ]; then fail "$name" "exit $rc: $(last "$dir.log")"; return 1; fi
+  return 0
+}
+
+# compare_runs NAME REF RUN [--rtol X]: shardlab compare passes (steps matched by number).
+compare_runs() {
+  local name=$1 ref=$2 run=$3
+  shift 3
+  if "$S" compare "$ref" "$run" "$@" >"$run.cmp" 2>&1; then
+    ok "$name ($(grep -o 'max rel diff .*' "$run.cmp"))"
+  else
+    fail "$name" "$(grep -E 'max rel|error|FAIL' "$run.cmp" | tail -n 1)"
+  fi
+}
+
+# steps_are NAME DIR FIRST LAST: DIR/loss.csv holds exactly steps FIRST..LAST, each once, finite losses.
+steps_are() {
+  local name=$1 dir=$2 steps bad
+  steps=$(tail -n +2 "$dir/loss.csv" 2>/dev/null | cut -d, -f1 | tr '\n' ' ')
+  bad=$(awk -F, 'NR > 1 && $2 !~ /^[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?$/ { print "step " $1 ": " $2 }' "$dir/loss.csv" | head -n 2)
+  if [ "$steps" = "$(seq "$3" "$4" | tr '\n' ' ')" ] && [ -z "$bad" ]; then
+    ok "$name: loss.csv holds steps $3..$4, finite"
+  else
+    fail "$name: loss.csv holds steps $3..$4, finite" "steps: $steps; $bad"
+  fi
+}
+
+# ---------------------------------------------------------------- (1) layouts
+L=$tmp/layouts
+mkdir -p "$L"
+run "(1) 1 process, 10 steps" 1 "$L/one" --steps 10
+run "(1) -np 2 --tp 2 --sequence-parallel, 10 steps" 2 "$L/sp" --tp 2 --sequence-parallel --steps 10 &&
+  compare_runs "(1) -np 2 --tp 2 --sequence-parallel vs 1 process: compare passes" "$L/one" "$L/sp"
+run "(1) -np 2 --tp 2, 10 steps" 2 "$L/tp" --tp 2 --steps 10 &&
+  compare_runs "(1) -np 2 --tp 2 vs 1 process: compare passes" "$L/one" "$L/tp"
+if grep -q "tensor parallel over 2 with sequence parallelism" "$L/sp.log"; then
+  ok "(1) the tp-2 + SP run says its layout"
+else
+  fail "(1) the tp-2 + SP run says its layout" "$(grep -m1 '^layout' "$L/sp.log")"
+fi
+
+# ---------------------------------------------------------------- (2) resume across tp sizes
+K=$tmp/resume
+mkdir -p "$K"
+if run "(2) -np 2 --tp 2 --sequence-parallel, 6 steps, --save" 2 "$K/sp6" --tp 2 --sequence-parallel --steps 6 --save "$K/ck_sp"; then
+  run "(2) the tp-2 + SP checkpoint resumed at tp 2 + SP" 2 "$K/sp_sp" --tp 2 --sequence-parallel --resume "$K/ck_sp" --steps 10 &&
+    compare_runs "(2) tp 2 + SP -> tp 2 + SP vs the uninterrupted tp-2 + SP run: bit-identical (compare --rtol 0)" \
+      "$L/sp" "$K/sp_sp" --rtol 0
+  if run "(2) the tp-2 + SP checkpoint resumed on 1 process (tp 1)" 1 "$K/sp_one" --resume "$K/ck_sp" --steps 10; then
+    steps_are "(2) tp 2 + SP -> tp 1" "$K/sp_one" 7 10
+    compare_runs "(2) tp 2 + SP -> tp 1 vs the uninterrupted single process, steps 7..10" "$L/one" "$K/sp_one"
+  fi
+  if run "(2) the tp-2 + SP checkpoint resumed at -np 2 --dp 2" 2 "$K/sp_dp" --dp 2 --resume "$K/ck_sp" --steps 10; then
+    steps_are "(2) tp 2 + SP -> dp 2" "$K/sp_dp" 7 10
+    compare_runs "(2) tp 2 + SP -> dp 2 vs the uninterrupted single process, steps 7..10" "$L/one" "$K/sp_dp"
+  fi
+fi
+if run "(2) 1 process, 6 steps, --save" 1 "$K/one6" --steps 6 --save "$K/ck_one"; then
+  for sp in "" --sequence-parallel; do
+    name="tp 1 -> tp 2${sp:+ + SP}"
+    if run "(2) the tp-1 checkpoint resumed at -np 2 --tp 2 $sp" 2 "$K/one_tp${sp:+_sp}" --tp 2 $sp --resume "$K/ck_one" --steps 10; then
+      steps_are "(2) $name" "$K/one_tp${sp:+_sp}" 7 10
+      compare_runs "(2) $name vs the uninterrupted single process, steps 7..10" "$L/one" "$K/one_tp${sp:+_sp}"
+    fi
+  done
+fi
+
+# ---------------------------------------------------------------- (3) bad input
+C=$tmp/bad
+mkdir -p "$C"
+# bad NAME NP PATTERN FLAGS...: exit 2, exactly one stderr/stdout line naming shardlab — the error, from
+# rank 0, matching PATTERN (extended regex) — and no crash dump. NP 0: the binary alone, without mpirun.
+bad() {
+  local name=$1 np=$2 pattern=$3 rc why=() lines
+  shift 3
+  if [ "$np" = 0 ]; then
+    timeout -k 5 60 "$S" train "${R[@]}" --steps 2 "$@" --out "$C/run" >"$C/out" 2>&1 </dev/null
+  else
+    timeout -k 5 60 bash scripts/mpirun.sh --tag-output -np "$np" "$S" train "${R[@]}" --steps 2 "$@" --out "$C/run" \
+      >"$C/out" 2>&1 </dev/null
+  fi
+  rc=$?
+  [ "$rc" = 2 ] || why+=("exit $rc, expected 2$([ "$rc" = 124 ] || [ "$rc" = 137 ] && echo ': no exit within 60 s')")
+  lines=$(grep 'shardlab' "$C/out")
+  if [ "$(grep -c 'shardlab' "$C/out")" != 1 ]; then
+    why+=("$(grep -c 'shardlab' "$C/out") lines name shardlab, expected 1: $(echo "$lines" | head -n 4 | tr '\n' '|')")
+  else
+    grep -q 'error' <<<"$lines" || why+=("the line is no error: '$lines'")
+    grep -Eq -- "$pattern" <<<"$lines" || why+=("error does not match /$pattern/: '$lines'")
+    if [ "$np" != 0 ] && ! grep -q '^\[[0-9]*,0\]<stderr>:shardlab train: error' <<<"$lines"; then
+      why+=("not rank 0's stderr: '$lines'")
+    fi
+  fi
+  if grep -Eiq 'MPI_ABORT|segmentation|core dumped|terminate called' "$C/out"; then
+    why+=("crash dump: $(grep -Eih 'MPI_ABORT|segmentation|core dumped|terminate called' "$C/out" | head -n 2 | tr '\n' '|')")
+  fi
+  local where="-np $np"
+  [ "$np" = 0 ] && where="no mpirun"
+  if [ ${#why[@]} = 0 ]; then
+    ok "(3) $name ($where $*): exit 2, one error from rank 0: '$(sed 's/^\[[0-9,]*\]<stderr>://' <<<"$lines" | cut -c1-90)'"
+  else
+    fail "(3) $name ($where $*)" "$(printf '%s; ' "${why[@]}" | sed 's/; $//')"
+  fi
+}
+bad "heads not divisible by --tp" 2 'heads 3 is not divisible by --tp 2' --heads 3 --hidden 33 --tp 2
+bad "heads not divisible by --tp" 4 'heads 2 is not divisible by --tp 4' --tp 4
+bad "--sequence-parallel with t = 1" 2 'sequence-parallel' --sequence-parallel
+bad "--sequence-parallel with t = 1" 0 'sequence-parallel' --sequence-parallel
+bad "--sequence-parallel with t = 1" 2 'sequence-parallel' --tp 1 --dp 2 --sequence-parallel
+bad "--seq not divisible by --tp under SP" 2 'seq 33' --tp 2 --sequence-parallel --seq 33
+bad "dp × tp ≠ world" 2 'world has 2 ranks' --dp 2 --tp 2
+bad "dp × tp ≠ world" 4 'world has 4 ranks' --dp 1 --tp 2
+bad "--tp not dividing the world" 3 'tp 2 does not divide the world of 3' --tp 2
+bad "--ranks-per-node splitting tp partners" 4 'ranks-per-node' --tp 2 --ranks-per-node 1
+# The control: the same base flags with a valid tp layout train.
+if mpi 2 "$S" train "${R[@]}" --steps 2 --tp 2 --sequence-parallel --out "$C/control" >"$C/control.log" 2>&1; then
+  ok "(3) control: -np 2 --tp 2 --sequence-parallel on the same flags trains"
+else
+  fail "(3) control: -np 2 --tp 2 --sequence-parallel on the same flags trains" "exit $?: $(last "$C/control.log")"
+fi
+
+[ "$fails" = 0 ]
