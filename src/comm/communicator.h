@@ -101,7 +101,6 @@ class Communicator {
   template <class T>
   void sendrecv(const T* sbuf, size_t sn, int dst, T* rbuf, size_t rn, int src, int tag = 0);
 
-
   // ---- Collectives on a buffer cut into size() consecutive chunks: counts[r] elements belong to member r
   // (n = Σ counts; chunks may be unequal or empty; counts must be the same on every member). Reductions
   // are sums; bf16 is widened to float, added, and rounded to nearest even after EVERY addition.

@@ -1,5 +1,5 @@
-// Point-to-point messages (pipeline stages, context-parallel rings), blocking and non-blocking, broadcast, all-to-all (expert
-// parallel dispatch), all_gather_value and barrier. Every wait goes through the progress engine, so
+// Point-to-point messages (pipeline stages, context-parallel rings), blocking and non-blocking, broadcast, all-to-all
+// (expert parallel dispatch), all_gather_value and barrier. Every wait goes through the progress engine, so
 // non-blocking collectives in flight keep moving, and the watchdog catches a stuck peer.
 //
 // Broadcast is a ring pipeline: root → root+1 → … → root-1, cut into 256 KiB segments; a member forwards
@@ -300,11 +300,11 @@ void Communicator::barrier() {
   template void Communicator::send<T>(const T*, size_t, int, int);                                                   \
   template void Communicator::recv<T>(T*, size_t, int, int);                                                         \
   template void Communicator::sendrecv<T>(const T*, size_t, int, T*, size_t, int, int);                              \
-  template Communicator::Pending Communicator::start_send<T>(const T*, size_t, int, int);                           \
-  template Communicator::Pending Communicator::start_recv<T>(T*, size_t, int, int);                                 \
+  template Communicator::Pending Communicator::start_send<T>(const T*, size_t, int, int);                            \
+  template Communicator::Pending Communicator::start_recv<T>(T*, size_t, int, int);                                  \
   template void Communicator::broadcast<T>(T*, size_t, int);                                                         \
   template void Communicator::all_to_all_v<T>(const T*, const std::vector<size_t>&, T*, const std::vector<size_t>&); \
-  template std::vector<T> Communicator::all_gather_value<T>(T);                                                     \
+  template std::vector<T> Communicator::all_gather_value<T>(T);                                                      \
   template std::vector<T> Communicator::all_gather_values<T>(const std::vector<T>&);
 SHARDLAB_COMM_TYPES(SHARDLAB_INSTANTIATE)
 #undef SHARDLAB_INSTANTIATE

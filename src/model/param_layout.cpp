@@ -27,8 +27,7 @@ size_t ParamLayout::add(const std::string& name, std::vector<int64_t> shape, Ini
   return t.offset;
 }
 
-ParamLayout::ParamLayout(const GPTConfig& cfg, const ModelSlice& slice, const std::vector<bool>& held)
-    : slice_(slice) {
+ParamLayout::ParamLayout(const GPTConfig& cfg, const ModelSlice& slice, const std::vector<bool>& held) : slice_(slice) {
   const int64_t C = cfg.hidden, V = cfg.vocab, T = cfg.seq, t = slice.tp, r = slice.tp_rank;
   const int64_t CL = C / t, F = 4 * C / t;  // this rank's attention width (its heads) and MLP width
   const TensorSlice rows3{0, 3 * CL * r}, cols{1, CL * r}, rowsF{0, F * r}, colsF{1, F * r};

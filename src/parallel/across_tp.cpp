@@ -1,12 +1,12 @@
 // The data-parallel engine across tensor-parallel ranks (see data_parallel.h). Each tp rank holds a
-// slice of every block (model/param_layout.h) and the replicated tensors whole; three things then reach
+// slice of every block (model/param_layout.h) and the replicated tensors whole; two things then reach
 // across the tp group, always in tp rank order:
 //  - with sequence parallelism each rank's replicated tensors (LayerNorms, the row-parallel biases, the
 //    embeddings and the head) saw only its positions, so their gradients are partial sums: one all-reduce
 //    over tp of all of them in this rank's range (purpose "replicated_grads") makes them whole;
 //  - the gradient norm counts every parameter once: the slices on every tp rank, the replicated tensors
-//    on tp rank 0 only (unit by unit, see grad_norm), so clipping matches the single process;
-//  - a checkpoint holds whole tensors: every tp rank's slices are gathered and put in their places.
+//    on tp rank 0 only (unit by unit, see grad_norm), so clipping matches the single process.
+// (A checkpoint gathers every rank's slices into whole tensors: whole_checkpoint.cpp.)
 #include <algorithm>
 #include <cstring>
 
@@ -64,29 +64,6 @@ double DataParallel<T>::unit_grad_sumsq(int unit, size_t lo, size_t hi) const {
     if (t.offset < hi && t.offset + t.numel > lo && (!t.replicated() || replicated_here))
       s += states_->grad_sumsq(std::max(lo, t.offset), std::min(hi, t.offset + t.numel));
   return s;
-}
-
-template <class T>
-void DataParallel<T>::assemble_whole(NamedStores<T>& stores, std::vector<std::unique_ptr<FlatStore<T>>>& keep) {
-  const ParamLayout whole(cfg_.model);
-  const int t = tp_->size();
-  for (auto& [kind, store] : stores) {  // each a whole store of this rank's slice
-    const size_t P = store->size(), eb = store->elem_bytes();
-    FlatStore<T> all(ledger_, Mem::workspace, store->is_bf16(), 0, P * t);  // tp rank r's store at r·P
-    std::memcpy(all.raw(P * tp_->rank()), store->raw(0), P * eb);
-    const std::vector<size_t> counts(t, P);
-    if (all.is_bf16())
-      tp_->all_gather(all.h(0), counts);
-    else
-      tp_->all_gather(all.t(0), counts);
-    if (grid_.world_rank() != 0) continue;
-    keep.push_back(std::make_unique<FlatStore<T>>(ledger_, Mem::workspace, store->is_bf16(), 0, whole.total()));
-    for (int r = 0; r < t; ++r)
-      place_slices(ParamLayout(cfg_.model, ModelSlice{t, r, cfg_.sequence_parallel}),
-                   static_cast<const unsigned char*>(all.raw(P * r)), whole,
-                   static_cast<unsigned char*>(keep.back()->raw(0)), eb);
-    store = keep.back().get();
-  }
 }
 
 template class DataParallel<float>;

@@ -25,8 +25,11 @@ DataParallel<T>::DataParallel(const TrainConfig& cfg, const ParamLayout& layout,
     across_ = &grid.dp_across_nodes();
   }
   tp_ = grid.size(Axis::tp) > 1 ? &grid.comm(Axis::tp) : nullptr;
+  pp_ = grid.size(Axis::pp) > 1 ? &grid.comm(Axis::pp) : nullptr;
+  for (int u = 0; u < layout.units(); ++u)
+    if (layout.holds(u)) last_held_ = u;  // it also carries the padding
   sequence_parallel_ = tp_ && cfg.sequence_parallel;
-  for (Communicator* c : {dp_, shard_, across_, tp_})  // ring receive buffers show as comm_buffer in the ledger
+  for (Communicator* c : {dp_, shard_, across_, tp_, pp_})  // ring receive buffers show as comm_buffer in the ledger
     if (c) c->set_memory_ledger(&ledger);
   shards_ = ShardLayout(layout.total(), shard_->size(), shard_->rank());
   states_ = std::make_unique<ModelStates<T>>(cfg, layout, shards_, strategy_, ledger);
@@ -37,7 +40,7 @@ DataParallel<T>::DataParallel(const TrainConfig& cfg, const ParamLayout& layout,
 
 template <class T>
 size_t DataParallel<T>::comm_hi(int u) const {
-  return u == layout_.units() - 1 ? shards_.padded() : layout_.unit_end(u);
+  return u == last_held_ ? shards_.padded() : layout_.unit_end(u);
 }
 
 template <class T>
@@ -59,8 +62,16 @@ double DataParallel<T>::sum_over_slices(double local) {
 }
 
 template <class T>
+double DataParallel<T>::sum_over_stages(double local) {
+  if (!pp_) return local;
+  double total = 0.0;  // only the last stage has the loss: the others add exact zeros
+  for (double v : pp_->all_gather_value(local)) total += v;
+  return total;
+}
+
+template <class T>
 double DataParallel<T>::sum_over_ranks(double local) {
-  local = sum_over_slices(local);
+  local = sum_over_stages(sum_over_slices(local));
   double total = 0.0;
   for (double v : dp_->all_gather_value(local)) total += v;  // rank order: the same sum everywhere, every layout
   return total;
@@ -68,7 +79,7 @@ double DataParallel<T>::sum_over_ranks(double local) {
 
 template <class T>
 void DataParallel<T>::set_comm_ledger(CommLedger* ledger) {
-  for (Communicator* c : {dp_, shard_, across_, tp_})
+  for (Communicator* c : {dp_, shard_, across_, tp_, pp_})
     if (c) c->set_ledger(ledger);
 }
 
@@ -77,7 +88,7 @@ double DataParallel<T>::grad_norm() {
   // Layout-independent arithmetic: Σ g² of each unit over this rank's part of it (in flat order), the
   // parts of a unit added over tp ranks and then over the shard group in rank order, then the units added
   // in unit order — the same sums whether the units live on one process, on dp shards, tp slices or
-  // pipeline stages, so clipping is identical wherever the gradients are.
+  // pipeline stages (over pp each unit has one owner), so clipping is identical wherever the gradients are.
   const int U = layout_.units();
   std::vector<double> parts(U);
   for (int u = 0; u < U; ++u)
@@ -93,6 +104,7 @@ double DataParallel<T>::grad_norm() {
   };
   add_over(tp_);
   add_over(shard_);
+  add_over(pp_);  // a unit lives on one stage: the other stages add exact zeros
   double total = 0.0;
   for (double p : parts) total += p;
   return std::sqrt(total);
@@ -137,7 +149,7 @@ void DataParallel<T>::save_checkpoint(const std::string& dir, int64_t step) {
       shard_->all_gather(w.t(0), counts);
     stores.push_back({kind, &w});
   }
-  if (tp_) {  // every tp rank's slices into whole tensors, on the tp group that holds world rank 0
+  if (tp_ || pp_) {  // every stage's and tp rank's slices into whole tensors on world rank 0
     if (grid_.coord(Axis::dp) == 0) assemble_whole(stores, whole);
     if (grid_.world_rank() == 0) save_train_checkpoint(dir, step, cfg_, ParamLayout(cfg_.model), stores);
   } else if (grid_.world_rank() == 0) {

@@ -15,7 +15,9 @@
 // The engine is the model's UnitAccess: it hands out weights and takes gradients unit by unit.
 // With tensor parallelism the engine works on this rank's slice of the model (its local layout) over the
 // dp group of ranks that hold the same slice; the loss, the gradient norm and, with sequence parallelism,
-// the replicated tensors' gradients are then combined across the tp group too (across_tp.cpp).
+// the replicated tensors' gradients are then combined across the tp group too (across_tp.cpp). A pipeline
+// stage's engine holds only its units (its layout's other units are empty); the loss and the gradient
+// norm combine across the pp group, and a checkpoint gathers every stage's tensors.
 #pragma once
 #include <cstdint>
 #include <list>
@@ -58,6 +60,8 @@ class DataParallel : public UnitAccess<T> {
   // With sequence parallelism each tp rank's loss covers its positions only: their Σ in tp rank order;
   // otherwise every tp rank holds the same whole value, counted once.
   double sum_over_slices(double local);
+  // With pipeline stages only the last one computes the loss: the stages' values added in stage order.
+  double sum_over_stages(double local);
   // Book the engine's communication in another ledger from now on (evaluation vs training).
   void set_comm_ledger(CommLedger* ledger);
 
@@ -91,7 +95,7 @@ class DataParallel : public UnitAccess<T> {
   };
 
   size_t comm_lo(int u) const { return layout_.unit_begin(u); }
-  size_t comm_hi(int u) const;  // the last unit also carries the padding, so units tile [0, Ψ_pad)
+  size_t comm_hi(int u) const;  // the last held unit also carries the padding, so units tile [0, Ψ_pad)
   void make_buckets(double bucket_mb);
   void start_bucket(const Bucket& b, bool blocking);
   void finish_unit_grads(UnitGrads& g);
@@ -99,7 +103,8 @@ class DataParallel : public UnitAccess<T> {
   Gathered& gathered(int unit);
   void progress();
   // Across tensor-parallel ranks (across_tp.cpp): the replicated tensors' gradients with sequence
-  // parallelism, a unit's part of Σ g², and a checkpoint's whole tensors from every rank's slices.
+  // parallelism, a unit's part of Σ g²; a checkpoint's whole tensors from every stage's and tp rank's
+  // slices (whole_checkpoint.cpp).
   void reduce_replicated_grads();
   double unit_grad_sumsq(int unit, size_t lo, size_t hi) const;  // Σ g² of [lo, hi) ⊂ the unit, once per parameter
   void assemble_whole(NamedStores<T>& stores, std::vector<std::unique_ptr<FlatStore<T>>>& keep);
@@ -114,6 +119,8 @@ class DataParallel : public UnitAccess<T> {
   Communicator* shard_;   // the sharding group (= dp, or the node's dp ranks for hybrid)
   Communicator* across_;  // hybrid: the same shard on every node
   Communicator* tp_;      // tensor-parallel partners (null when tp = 1)
+  Communicator* pp_;      // the other pipeline stages (null when pp = 1)
+  int last_held_ = 0;     // the last unit this rank holds (a stage holds some)
   bool sequence_parallel_;
   ShardLayout shards_;
   std::unique_ptr<ModelStates<T>> states_;

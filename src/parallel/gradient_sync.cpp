@@ -18,9 +18,12 @@ template <class T>
 void DataParallel<T>::make_buckets(double bucket_mb) {
   const FlatStore<T>& g = states_->grads();
   const size_t target = std::max<size_t>(1, static_cast<size_t>(bucket_mb * 1e6 / g.elem_bytes()));
-  size_t hi = comm_hi(layout_.units() - 1);
-  for (int u = layout_.units() - 1; u >= 0; --u) {  // backward order: head, blocks L…1, embeddings
-    if (hi - comm_lo(u) >= target || u == 0) {
+  int first_held = 0;
+  while (first_held < last_held_ && !layout_.holds(first_held)) ++first_held;
+  size_t hi = comm_hi(last_held_);
+  for (int u = last_held_; u >= first_held; --u) {  // backward order: head, blocks L…1, embeddings
+    if (!layout_.holds(u)) continue;                // another stage's unit (an empty range here)
+    if (hi - comm_lo(u) >= target || u == first_held) {
       buckets_.push_back({comm_lo(u), hi, u});
       hi = comm_lo(u);
     }

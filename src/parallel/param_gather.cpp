@@ -47,7 +47,8 @@ const T* DataParallel<T>::params(int unit, bool backward) {
   }
   Gathered& g = gathered(unit);
   const int next = backward ? unit - 1 : unit + 1;
-  if (prefetch_ && next >= 0 && next < layout_.units() && !gathered_.count(next)) start_gather(next);
+  if (prefetch_ && next >= 0 && next < layout_.units() && layout_.holds(next) && !gathered_.count(next))
+    start_gather(next);
   if (!backward) unit_start_us_ = trace_.now_us();  // the unit computes from here (its gather is done)
   return g.store.is_bf16() ? g.compute.data() : g.store.t(g.store.begin());
 }

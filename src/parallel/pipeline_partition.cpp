@@ -55,12 +55,13 @@ std::string pipeline_problem(int layers, int pp, int v, const std::string& sched
   if (!pp_layers.empty()) {
     if (v > 1) return "--pp-layers sets the layers of each stage; it does not go with --virtual-stages";
     const std::vector<int> n = parse_layers(pp_layers);
-    if (n.empty()) return "--pp-layers expects positive layer counts separated by commas, e.g. 3,5; got '" + pp_layers + "'";
+    if (n.empty())
+      return "--pp-layers expects positive layer counts separated by commas, e.g. 3,5; got '" + pp_layers + "'";
     int sum = 0;
     for (int x : n) sum += x;
     if (static_cast<int>(n.size()) != pp || sum != layers)
-      return "--pp-layers " + pp_layers + " gives " + std::to_string(n.size()) + " stages and " +
-             std::to_string(sum) + " layers; --pp " + P + " and --layers " + L + " need " + P + " counts adding to " + L;
+      return "--pp-layers " + pp_layers + " gives " + std::to_string(n.size()) + " stages and " + std::to_string(sum) +
+             " layers; --pp " + P + " and --layers " + L + " need " + P + " counts adding to " + L;
   }
   return "";
 }

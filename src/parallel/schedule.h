@@ -34,7 +34,8 @@ using StageActions = std::vector<Action>;
 
 // The actions of every stage for one step of m micro-batches on p stages with v chunks per stage.
 std::vector<StageActions> make_schedule(ScheduleKind kind, int p, int m, int v);
-// Forwards only (evaluation): every micro-batch through every chunk, nothing stashed for a backward.
+// Forwards only (evaluation): micro-batch after micro-batch through every chunk, nothing kept for a
+// backward (any m, whatever p divides).
 std::vector<StageActions> forward_only_schedule(int p, int m, int v);
 
 // The schedule played out with a forward of one chunk taking `forward` time units and a backward
@@ -48,10 +49,10 @@ struct Slot {
 struct Timeline {
   std::vector<std::vector<Slot>> stages;
   double makespan = 0;
-  std::vector<double> busy;    // per stage
-  std::vector<int> stash;      // per stage: micro-batches whose forward ran and backward has not
-  bool complete = false;       // every action ran (false: the schedule would deadlock)
-  std::string problem;         // why not, or a broken rule (a backward before its forward, …)
+  std::vector<double> busy;        // per stage
+  std::vector<int> stash;          // per stage: micro-batches whose forward ran and backward has not
+  bool complete = false;           // every action ran (false: the schedule would deadlock)
+  std::string problem;             // why not, or a broken rule (a backward before its forward, …)
   double bubble_fraction() const;  // idle / (stages · makespan)
 };
 Timeline simulate(const std::vector<StageActions>& schedule, int v, double forward, double backward);

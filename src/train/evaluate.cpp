@@ -8,7 +8,7 @@ namespace shardlab {
 
 template <class T>
 double evaluate_windows(ModelChunk<T>& model, UnitAccess<T>& weights, const TextData& data, int max_windows,
-                        TextData::Part part, Progress* progress, const std::function<double(double)>& across_slices) {
+                        TextData::Part part, Progress* progress) {
   int n = data.windows(part);
   if (max_windows > 0) n = std::min(n, max_windows);
   const int B = model.capacity(), Tn = static_cast<int>(data.seq());
@@ -18,17 +18,38 @@ double evaluate_windows(ModelChunk<T>& model, UnitAccess<T>& weights, const Text
   for (int w = 0; w < n; w += B) {
     int count = std::min(B, n - w);
     data.window_batch(part, w, count, in.data(), tg.data());
-    const double loss = model.forward(MicroBatch{kEvalId, count, in.data(), tg.data(), {}, false}, weights);
-    sum += across_slices ? across_slices(loss) : loss;
+    sum += model.forward(MicroBatch{kEvalId, count, in.data(), tg.data(), {}, false}, weights);
     model.release(kEvalId);
     if (progress) progress->step(w / B + 1, sum / (double(w + count) * Tn), {});
   }
   return sum / (double(n) * Tn);
 }
 
+template <class T>
+double evaluate_pipeline(PipelineStage<T>& stage, DataParallel<T>& engine, const PipelinePartition& part, int capacity,
+                         const TextData& data, int max_windows) {
+  int n = data.windows(TextData::Part::validation);
+  if (max_windows > 0) n = std::min(n, max_windows);
+  const int batches = (n + capacity - 1) / capacity, Tn = static_cast<int>(data.seq());
+  auto source = [&](int i, std::vector<int32_t>& in, std::vector<int32_t>& tg) {
+    const int first = i * capacity, count = std::min(capacity, n - first);
+    in.resize(size_t(count) * Tn);
+    tg.resize(in.size());
+    data.window_batch(TextData::Part::validation, first, count, in.data(), tg.data());
+    return MicroBatch{i, count, in.data(), tg.data(), {}, false};
+  };
+  const auto actions = forward_only_schedule(part.stages, batches, part.virtual_stages);
+  const double local = stage.run(actions[stage.stage()], engine, batches, T(1), source, false);
+  return engine.sum_over_stages(engine.sum_over_slices(local)) / (double(n) * Tn);
+}
+
 template double evaluate_windows<float>(ModelChunk<float>&, UnitAccess<float>&, const TextData&, int, TextData::Part,
-                                        Progress*, const std::function<double(double)>&);
+                                        Progress*);
 template double evaluate_windows<double>(ModelChunk<double>&, UnitAccess<double>&, const TextData&, int, TextData::Part,
-                                         Progress*, const std::function<double(double)>&);
+                                         Progress*);
+template double evaluate_pipeline<float>(PipelineStage<float>&, DataParallel<float>&, const PipelinePartition&, int,
+                                         const TextData&, int);
+template double evaluate_pipeline<double>(PipelineStage<double>&, DataParallel<double>&, const PipelinePartition&, int,
+                                          const TextData&, int);
 
 }  // namespace shardlab

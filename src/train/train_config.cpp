@@ -148,10 +148,14 @@ std::string validate_train_config(const TrainConfig& c) {
 
 std::string validate_world(const TrainConfig& cfg, int world) {
   const int tp = cfg.tp, pp = cfg.pp, others = tp * pp;
-  if (!cfg.dp && world % others != 0)
-    return "tp " + std::to_string(tp) + " × pp " + std::to_string(pp) + " = " + std::to_string(others) +
-           " does not divide the world of " + std::to_string(world) + " ranks (mpirun -np a multiple of " +
+  if (!cfg.dp && world % others != 0) {
+    const std::string axes =
+        pp == 1   ? "--tp " + std::to_string(tp)
+        : tp == 1 ? "--pp " + std::to_string(pp)
+                  : "tp " + std::to_string(tp) + " × pp " + std::to_string(pp) + " = " + std::to_string(others);
+    return axes + " does not divide the world of " + std::to_string(world) + " ranks (mpirun -np a multiple of " +
            std::to_string(others) + ")";
+  }
   const int dp = cfg.dp ? cfg.dp : world / others;
   if (dp * others != world)
     return "--dp " + std::to_string(dp) + " × tp " + std::to_string(tp) + " × pp " + std::to_string(pp) +
@@ -163,7 +167,8 @@ std::string validate_world(const TrainConfig& cfg, int world) {
   const int m = cfg.global_batch / (dp * cfg.micro_batch);  // micro-batches per step
   if (cfg.schedule == "interleaved" && m % pp != 0)
     return "--schedule interleaved runs micro-batches in groups of pp: " + std::to_string(m) +
-           " micro-batches per step (global-batch / (dp × micro-batch)) is not a multiple of --pp " + std::to_string(pp);
+           " micro-batches per step (global-batch / (dp × micro-batch)) is not a multiple of --pp " +
+           std::to_string(pp);
   if (2 * m * pp * cfg.virtual_stages > 16384)
     return std::to_string(m) + " micro-batches × " + std::to_string(pp * cfg.virtual_stages) +
            " model chunks: too many pipeline messages to tell apart (m · pp · virtual-stages must be ≤ 8192)";

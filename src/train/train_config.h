@@ -52,25 +52,25 @@ struct TrainConfig {
   std::string resume;             // DIR to resume from (its latest)
   std::string progress = "auto";  // auto | bar | lines | none
   // parallel layout (data-parallel family)
-  int dp = 0;                   // data-parallel ranks; 0 = what the other axes leave of the world
-  int tp = 1;                   // tensor-parallel ranks (Megatron: heads and MLP width split over them)
+  int dp = 0;                      // data-parallel ranks; 0 = what the other axes leave of the world
+  int tp = 1;                      // tensor-parallel ranks (Megatron: heads and MLP width split over them)
   bool sequence_parallel = false;  // with tp > 1: LayerNorm, dropout and residual regions split along the sequence
   int pp = 1;                      // pipeline stages
   std::string pp_layers;           // layers per stage, "3,5,…" (default: balanced)
   std::string schedule = "1f1b";   // gpipe | 1f1b | interleaved
   int virtual_stages = 1;          // model chunks per stage (interleaved)
-  int zero = 0;                 // ZeRO stage 0..3
-  std::string fsdp = "none";    // none | full | grad_op | no_shard | hybrid
-  double bucket_mb = 1.0;       // gradient bucket size for DP's overlapped all-reduce
-  std::string overlap = "on";   // on | off: sync gradients during backward
-  std::string prefetch = "on";  // on | off: ZeRO-3 gathers the next unit while this one computes
-  std::string comm = "ring";    // ring (hand-written) | mpi (MPI's built-ins)
-  int ranks_per_node = 0;       // simulate nodes of K ranks; 0 = real shared-memory nodes
-  std::string trace = "off";    // on | off: write DIR/trace.json (needs --out)
-  bool overwrite = false;       // replace another run's files in --out / --save
-  int keep_last = 0;            // keep the newest K checkpoints; 0 = all
-  bool force_memory = false;    // start even if the estimate exceeds the machine's memory
-  double comm_timeout = 120;    // seconds a rank waits for a peer before the job ends naming it; 0 = never
+  int zero = 0;                    // ZeRO stage 0..3
+  std::string fsdp = "none";       // none | full | grad_op | no_shard | hybrid
+  double bucket_mb = 1.0;          // gradient bucket size for DP's overlapped all-reduce
+  std::string overlap = "on";      // on | off: sync gradients during backward
+  std::string prefetch = "on";     // on | off: ZeRO-3 gathers the next unit while this one computes
+  std::string comm = "ring";       // ring (hand-written) | mpi (MPI's built-ins)
+  int ranks_per_node = 0;          // simulate nodes of K ranks; 0 = real shared-memory nodes
+  std::string trace = "off";       // on | off: write DIR/trace.json (needs --out)
+  bool overwrite = false;          // replace another run's files in --out / --save
+  int keep_last = 0;               // keep the newest K checkpoints; 0 = all
+  bool force_memory = false;       // start even if the estimate exceeds the machine's memory
+  double comm_timeout = 120;       // seconds a rank waits for a peer before the job ends naming it; 0 = never
   // Not a flag: the run's identity (train/run_dirs.h), new for a fresh run, kept by a resume.
   std::string run_id;
 

@@ -13,6 +13,9 @@
 #include "model/model_chunk.h"
 #include "optim/lr_schedule.h"
 #include "parallel/data_parallel.h"
+#include "parallel/pipeline.h"
+#include "parallel/pipeline_partition.h"
+#include "parallel/schedule.h"
 #include "parallel/tensor_parallel.h"
 #include "train/evaluate.h"
 #include "train/memory_check.h"
@@ -47,26 +50,37 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
 template <class T>
 int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) {
   RunLedgers ledgers(cfg.trace == "on");
-  ProcessGrid grid(GridSizes{cfg.dp, cfg.tp, 1, 1, 1}, cfg.ranks_per_node, &ledgers.comm, &ledgers.trace,
+  ProcessGrid grid(GridSizes{cfg.dp, cfg.tp, cfg.pp, 1, 1}, cfg.ranks_per_node, &ledgers.comm, &ledgers.trace,
                    cfg.comm == "mpi" ? CommImpl::mpi : CommImpl::ring);
-  const int dp = grid.size(Axis::dp), dp_rank = grid.coord(Axis::dp);  // tp partners share dp_rank: same samples
+  const int dp = grid.size(Axis::dp), dp_rank = grid.coord(Axis::dp);  // tp and pp partners: the same samples
+  const int stage = grid.coord(Axis::pp);
   const ModelSlice slice = cfg.slice(grid.coord(Axis::tp));
-  ParamLayout layout(cfg.model, slice);  // this rank's slice of the model (all of it when tp = 1)
+  const PipelinePartition part = partition_layers(cfg.model.layers, cfg.pp, cfg.virtual_stages, cfg.pp_layers);
+  // This rank's part of the model: its stage's units, its tp slice of each (all of it on one process).
+  ParamLayout layout(cfg.model, slice, part.held_units(stage));
   DataParallel<T> engine(cfg, layout, grid, ledgers.memory, ledgers.trace);
   std::unique_ptr<TensorParallelRegions<T>> regions;  // the blocks' tp seams (identity when tp = 1)
   if (cfg.tp > 1)
     regions = std::make_unique<TensorParallelRegions<T>>(grid.comm(Axis::tp), cfg.sequence_parallel,
                                                          size_t(cfg.micro_batch) * cfg.model.seq, cfg.model.hidden,
                                                          ledgers.memory);
-  ModelChunk<T> model(cfg.model, layout, ChunkSpec::whole(cfg.model), cfg.micro_batch, cfg.activation_policy(),
-                      ledgers.memory, regions.get(), slice);
+  std::vector<std::unique_ptr<ModelChunk<T>>> chunks;
+  std::vector<ModelChunk<T>*> chunk_ptrs;
+  for (int c = 0; c < part.virtual_stages; ++c) {
+    chunks.push_back(std::make_unique<ModelChunk<T>>(cfg.model, layout, part.chunk(stage, c), cfg.micro_batch,
+                                                     cfg.activation_policy(), ledgers.memory, regions.get(), slice));
+    chunk_ptrs.push_back(chunks.back().get());
+  }
+  PipelineStage<T> pipeline(part, stage, chunk_ptrs, cfg.pp > 1 ? &grid.comm(Axis::pp) : nullptr, ledgers.memory);
   if (!cfg.resume.empty()) engine.load_checkpoint(cfg.resume);  // also a checkpoint of step 0
 
   const int B = cfg.micro_batch, Tn = cfg.model.seq;
   const int per_rank = cfg.global_batch / dp, accum = per_rank / B;
   const double tokens_per_step = double(cfg.global_batch) * Tn;
   const T loss_scale = T(1.0 / tokens_per_step);  // the one loss normalisation: mean over the GLOBAL batch
-  std::vector<int32_t> inputs(B * Tn), targets(B * Tn);
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
+  parse_schedule(cfg.schedule, &kind);
+  const std::vector<StageActions> schedule = make_schedule(kind, cfg.pp, accum, cfg.virtual_stages);
 
   RunOutputs outputs(cfg, resume_step, tokens_per_step, grid.world(), ledgers, [&](int64_t step) {
     engine.set_comm_ledger(&ledgers.comm_checkpoint);  // gathering shards to save is not a step's traffic
@@ -81,16 +95,15 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     const auto t0 = std::chrono::steady_clock::now();
     Trace::Span step_span(ledgers.trace, "step " + std::to_string(step), "step", 2);
     engine.begin_step();
-    double local_loss = 0.0;
-    for (int k = 0; k < accum; ++k) {
-      // This rank's samples of the global batch: [dp_rank·per_rank, (dp_rank+1)·per_rank), B at a time.
+    // Micro-batch k of this rank: samples [dp_rank·per_rank + k·B, … + B) of the global batch.
+    auto micro_batch = [&](int k, std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
       const uint64_t first = static_cast<uint64_t>(dp_rank) * per_rank + static_cast<uint64_t>(k) * B;
+      inputs.resize(size_t(B) * Tn);
+      targets.resize(inputs.size());
       data.train_batch(cfg.seed, step, first, B, inputs.data(), targets.data());
-      local_loss +=
-          model.forward(MicroBatch{k, B, inputs.data(), targets.data(), {cfg.seed, uint64_t(step), first}}, engine);
-      engine.begin_backward(k == accum - 1);
-      model.backward(k, engine, loss_scale);
-    }
+      return MicroBatch{k, B, inputs.data(), targets.data(), {cfg.seed, uint64_t(step), first}};
+    };
+    const double local_loss = pipeline.run(schedule[stage], engine, accum, loss_scale, micro_batch, true);
     engine.finish_gradients();
     const double loss = engine.sum_over_ranks(local_loss) / tokens_per_step;
     if (!std::isfinite(loss)) {
@@ -112,9 +125,7 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     if (cfg.eval_windows > 0 && ((cfg.eval_every > 0 && step % cfg.eval_every == 0) || step == cfg.steps)) {
       engine.set_comm_ledger(&ledgers.comm_eval);  // evaluation's gathers (ZeRO-3) are not training's traffic
       ledgers.memory.pause_items(true);            // nor are its activations training's items
-      val = evaluate_windows(model, static_cast<UnitAccess<T>&>(engine), data, cfg.eval_windows,
-                             TextData::Part::validation, nullptr,
-                             [&](double loss) { return engine.sum_over_slices(loss); });
+      val = evaluate_pipeline(pipeline, engine, part, cfg.micro_batch, data, cfg.eval_windows);
       ledgers.memory.pause_items(false);
       engine.set_comm_ledger(&ledgers.comm);
     }

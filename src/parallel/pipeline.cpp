@@ -1,0 +1,134 @@
+// The pipeline executor: one stage's actions, its messages and its measured timeline (see pipeline.h).
+#include "parallel/pipeline.h"
+
+#include <chrono>
+#include <iterator>
+#include <stdexcept>
+
+namespace shardlab {
+
+namespace {
+double now_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+template <class T>
+PipelineStage<T>::PipelineStage(const PipelinePartition& part, int stage, std::vector<ModelChunk<T>*> chunks,
+                                Communicator* pp, MemoryLedger& ledger)
+    : part_(part), stage_(stage), chunks_(std::move(chunks)), pp_(pp), ledger_(ledger) {}
+
+template <class T>
+const MicroBatch& PipelineStage<T>::batch(int i, const MicroBatchSource& source) {
+  auto it = tokens_.find(i);
+  if (it == tokens_.end()) {
+    Tokens& t = tokens_[i];
+    t.mb = source(i, t.inputs, t.targets);
+    t.mb.id = i;
+    return t.mb;
+  }
+  return it->second.mb;
+}
+
+// A message holds one micro-batch's activations at a chunk border: its samples × this rank's positions × C.
+template <class T>
+size_t PipelineStage<T>::message_elements(int chunk, int samples) const {
+  const ModelChunk<T>& c = *chunks_[chunk];
+  const BlockDims d = c.dims(samples, c.spec().first_block);
+  return d.rows() * static_cast<size_t>(d.C);
+}
+
+// Tags tell the messages of one step apart: activations into model chunk k, then gradients into it.
+template <class T>
+int PipelineStage<T>::tag(bool gradient, int to_model_chunk, int micro_batch, int m) const {
+  const int K = static_cast<int>(part_.chunks.size());
+  return ((gradient ? K : 0) + to_model_chunk) * m + micro_batch;
+}
+
+template <class T>
+void PipelineStage<T>::receive(bool gradient, const Action& a, int m, const MicroBatchSource& source) {
+  const int k = part_.model_chunk(stage_, a.chunk), from = gradient ? k + 1 : k - 1;
+  const size_t n = message_elements(a.chunk, batch(a.micro_batch, source).B);
+  Buffer<T>& b = (gradient ? gradients_in_ : activations_in_)[{a.micro_batch, a.chunk}];
+  b = Buffer<T>(ledger_, Mem::comm_buffer, n, 0, nullptr, false);
+  Communicator::Pending p = pp_->start_recv(b.data(), n, peer(from), tag(gradient, k, a.micro_batch, m));
+  pp_->wait(p);
+}
+
+template <class T>
+typename PipelineStage<T>::Outgoing& PipelineStage<T>::outgoing(bool gradient, Key key, size_t n) {
+  outbox_.push_back(Outgoing{key, gradient, Buffer<T>(ledger_, Mem::comm_buffer, n, 0, nullptr, false), {}});
+  return outbox_.back();
+}
+
+template <class T>
+void PipelineStage<T>::send(bool gradient, const Action& a, int m) {
+  const int k = part_.model_chunk(stage_, a.chunk), to = gradient ? k - 1 : k + 1;
+  for (Outgoing& o : outbox_)
+    if (o.key == Key{a.micro_batch, a.chunk} && o.gradient == gradient && !o.posted) {
+      o.sending = pp_->start_send(o.buffer.data(), o.buffer.size(), peer(to), tag(gradient, to, a.micro_batch, m));
+      o.posted = true;
+      return;
+    }
+  throw std::logic_error("pipeline: a send before the compute that produces it");
+}
+
+// Finished sends free their buffers (and every other operation in flight moves on).
+template <class T>
+void PipelineStage<T>::drop_sent() {
+  for (auto it = outbox_.begin(); it != outbox_.end();)
+    it = it->posted && pp_->progress(it->sending) ? outbox_.erase(it) : std::next(it);
+}
+
+template <class T>
+double PipelineStage<T>::run(const StageActions& actions, DataParallel<T>& engine, int m, T loss_scale,
+                             const MicroBatchSource& source, bool train) {
+  double loss = 0.0;
+  measured_.clear();
+  tokens_.clear();
+  for (const Action& a : actions) {
+    const Key key{a.micro_batch, a.chunk};
+    ModelChunk<T>& chunk = *chunks_[a.chunk];
+    switch (a.act) {
+      case Act::recv_activation: receive(false, a, m, source); break;
+      case Act::recv_gradient: receive(true, a, m, source); break;
+      case Act::send_activation: send(false, a, m); break;
+      case Act::send_gradient: send(true, a, m); break;
+      case Act::forward: {
+        const MicroBatch& mb = batch(a.micro_batch, source);
+        auto in = activations_in_.find(key);
+        T* x_out = chunk.spec().head ? nullptr : outgoing(false, key, message_elements(a.chunk, mb.B)).buffer.data();
+        const double t0 = now_us();
+        loss += chunk.forward(mb, engine, in == activations_in_.end() ? nullptr : in->second.data(), x_out);
+        measured_.push_back({Act::forward, a.micro_batch, a.chunk, t0, now_us()});
+        if (in != activations_in_.end()) activations_in_.erase(in);  // the chunk copied it into its record
+        if (!train) chunk.release(a.micro_batch);
+        break;
+      }
+      case Act::backward: {
+        const MicroBatch& mb = batch(a.micro_batch, source);
+        auto g = gradients_in_.find(key);
+        T* d_in = chunk.spec().embedding ? nullptr : outgoing(true, key, message_elements(a.chunk, mb.B)).buffer.data();
+        engine.begin_backward(a.micro_batch == m - 1);  // the chunk's last backward of the step: sync starts
+        const double t0 = now_us();
+        chunk.backward(a.micro_batch, engine, loss_scale, g == gradients_in_.end() ? nullptr : g->second.data(), d_in);
+        measured_.push_back({Act::backward, a.micro_batch, a.chunk, t0, now_us()});
+        if (g != gradients_in_.end()) gradients_in_.erase(g);
+        break;
+      }
+    }
+    drop_sent();
+  }
+  for (Outgoing& o : outbox_) {
+    if (!o.posted) throw std::logic_error("pipeline: a chunk's output was never sent");
+    pp_->wait(o.sending);
+  }
+  outbox_.clear();
+  tokens_.clear();
+  return loss;
+}
+
+template class PipelineStage<float>;
+template class PipelineStage<double>;
+
+}  // namespace shardlab

@@ -1,0 +1,84 @@
+// The pipeline executor (claims C20–C22): one stage runs any schedule's action list (parallel/schedule.h)
+// over its model chunks — receive a micro-batch's activation from the previous stage, run the chunk's
+// forward, send its output to the next stage; receive the output's gradient, run the backward, send the
+// input's gradient back. Messages travel point to point on the pp axis (counted in the comm ledger as
+// send/recv); every send is posted without waiting for it, so no schedule deadlocks on large messages, and
+// the buffer stays alive until the send completes. Before each backward the engine learns whether it is the
+// chunk's last one of the step (gradient synchronisation starts then, not after the last forward).
+// With one stage and one chunk the 1F1B list is forward, backward, forward, … — the single process's loop.
+// Leaves out: overlapping a receive with compute (receives are waited for where the schedule needs them).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "model/model_chunk.h"
+#include "parallel/data_parallel.h"
+#include "parallel/pipeline_partition.h"
+#include "parallel/schedule.h"
+
+namespace shardlab {
+
+// A measured compute action: steady-clock microseconds (one clock for every process of a machine).
+struct MeasuredSlot {
+  Act act;
+  int micro_batch, chunk;
+  double start_us, end_us;
+};
+
+template <class T>
+class PipelineStage {
+ public:
+  // chunks[c]: this stage's model chunk c (model chunk c·p + stage); pp: the pipeline group (null: p = 1).
+  PipelineStage(const PipelinePartition& part, int stage, std::vector<ModelChunk<T>*> chunks, Communicator* pp,
+                MemoryLedger& ledger);
+
+  // One pass over `actions` for m micro-batches. micro_batch(i, tokens_in, tokens_out) describes micro-batch i
+  // (its tokens are drawn into the given vectors). Training runs the backwards too (loss_scale: the one loss
+  // normalisation); evaluation (train = false) runs forwards only and frees each record after it. Returns Σ
+  // of the token losses this stage's head computed (0 on the other stages).
+  using MicroBatchSource =
+      std::function<MicroBatch(int i, std::vector<int32_t>& inputs, std::vector<int32_t>& targets)>;
+  double run(const StageActions& actions, DataParallel<T>& engine, int m, T loss_scale,
+             const MicroBatchSource& micro_batch, bool train);
+  const std::vector<MeasuredSlot>& measured() const { return measured_; }  // the last run's compute actions
+  int stage() const { return stage_; }
+
+ private:
+  using Key = std::pair<int, int>;  // (micro-batch, chunk)
+  struct Tokens {
+    std::vector<int32_t> inputs, targets;
+    MicroBatch mb;
+  };
+  struct Outgoing {
+    Key key;
+    bool gradient;
+    Buffer<T> buffer;
+    Communicator::Pending sending;
+    bool posted = false;
+  };
+  const MicroBatch& batch(int i, const MicroBatchSource& source);
+  size_t message_elements(int chunk, int samples) const;
+  int peer(int model_chunk) const { return part_.stage_of(model_chunk); }
+  int tag(bool gradient, int to_model_chunk, int micro_batch, int m) const;
+  void receive(bool gradient, const Action& a, int m, const MicroBatchSource& source);
+  Outgoing& outgoing(bool gradient, Key key, size_t n);
+  void send(bool gradient, const Action& a, int m);
+  void drop_sent();
+
+  const PipelinePartition& part_;
+  int stage_;
+  std::vector<ModelChunk<T>*> chunks_;
+  Communicator* pp_;
+  MemoryLedger& ledger_;
+  std::map<int, Tokens> tokens_;
+  std::map<Key, Buffer<T>> activations_in_, gradients_in_;
+  std::list<Outgoing> outbox_;
+  std::vector<MeasuredSlot> measured_;
+};
+
+}  // namespace shardlab

@@ -1,0 +1,228 @@
+// Pipeline schedules: the action lists, their simulation and their text grid (see schedule.h).
+#include "parallel/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+namespace shardlab {
+
+bool parse_schedule(const std::string& name, ScheduleKind* out) {
+  if (name == "gpipe")
+    *out = ScheduleKind::gpipe;
+  else if (name == "1f1b")
+    *out = ScheduleKind::one_f_one_b;
+  else if (name == "interleaved")
+    *out = ScheduleKind::interleaved;
+  else
+    return false;
+  return true;
+}
+
+const char* schedule_name(ScheduleKind k) {
+  switch (k) {
+    case ScheduleKind::gpipe: return "gpipe";
+    case ScheduleKind::one_f_one_b: return "1f1b";
+    case ScheduleKind::interleaved: return "interleaved";
+  }
+  return "?";
+}
+
+const char* act_name(Act a) {
+  switch (a) {
+    case Act::recv_activation: return "recv activation";
+    case Act::forward: return "forward";
+    case Act::send_activation: return "send activation";
+    case Act::recv_gradient: return "recv gradient";
+    case Act::backward: return "backward";
+    case Act::send_gradient: return "send gradient";
+  }
+  return "?";
+}
+
+namespace {
+
+struct Compute {
+  bool forward;
+  int micro_batch, chunk;
+};
+
+// The compute order of one stage, then the messages around each compute action: a forward of model
+// chunk k receives from chunk k − 1 (unless k is the first) and sends to k + 1 (unless the last);
+// a backward the other way round.
+StageActions with_messages(const std::vector<Compute>& order, int stage, int p, int v) {
+  StageActions out;
+  const int K = p * v;
+  for (const Compute& c : order) {
+    const int k = c.chunk * p + stage;
+    if (c.forward) {
+      if (k > 0) out.push_back({Act::recv_activation, c.micro_batch, c.chunk});
+      out.push_back({Act::forward, c.micro_batch, c.chunk});
+      if (k < K - 1) out.push_back({Act::send_activation, c.micro_batch, c.chunk});
+    } else {
+      if (k < K - 1) out.push_back({Act::recv_gradient, c.micro_batch, c.chunk});
+      out.push_back({Act::backward, c.micro_batch, c.chunk});
+      if (k > 0) out.push_back({Act::send_gradient, c.micro_batch, c.chunk});
+    }
+  }
+  return out;
+}
+
+// Interleaved: the j-th forward (or backward) of a stage is micro-batch (j / (p·v))·p + j mod p of chunk
+// (j mod (p·v)) / p — micro-batches in groups of p through chunk 0, then the same group through chunk 1, …;
+// backwards walk the chunks from the last.
+Compute interleaved_unit(int j, bool forward, int p, int v) {
+  const int in_group = j % (p * v), chunk = in_group / p;
+  return {forward, (j / (p * v)) * p + j % p, forward ? chunk : v - 1 - chunk};
+}
+
+}  // namespace
+
+std::vector<StageActions> make_schedule(ScheduleKind kind, int p, int m, int v) {
+  std::vector<StageActions> stages;
+  for (int s = 0; s < p; ++s) {
+    std::vector<Compute> order;
+    if (kind == ScheduleKind::gpipe) {
+      for (int i = 0; i < m; ++i) order.push_back({true, i, 0});
+      for (int i = 0; i < m; ++i) order.push_back({false, i, 0});
+    } else if (kind == ScheduleKind::one_f_one_b) {
+      const int warmup = std::min(p - s - 1, m);
+      for (int i = 0; i < warmup; ++i) order.push_back({true, i, 0});  // warmup: fill the pipeline
+      for (int i = 0; i + warmup < m; ++i) {                           // steady: one forward, one backward
+        order.push_back({true, i + warmup, 0});
+        order.push_back({false, i, 0});
+      }
+      for (int i = std::max(m - warmup, 0); i < m; ++i) order.push_back({false, i, 0});  // cooldown: drain
+    } else {
+      const int total = m * v;
+      const int warmup = std::min((p - s - 1) * 2 + (v - 1) * p, total);
+      for (int j = 0; j < warmup; ++j) order.push_back(interleaved_unit(j, true, p, v));  // warmup
+      for (int j = 0; j + warmup < total; ++j) {                                          // steady
+        order.push_back(interleaved_unit(j + warmup, true, p, v));
+        order.push_back(interleaved_unit(j, false, p, v));
+      }
+      for (int j = std::max(total - warmup, 0); j < total; ++j)  // cooldown
+        order.push_back(interleaved_unit(j, false, p, v));
+    }
+    stages.push_back(with_messages(order, s, p, v));
+  }
+  return stages;
+}
+
+std::vector<StageActions> forward_only_schedule(int p, int m, int v) {
+  std::vector<StageActions> stages;
+  for (int s = 0; s < p; ++s) {
+    std::vector<Compute> order;  // micro-batch by micro-batch, through each of the stage's chunks in turn
+    for (int i = 0; i < m; ++i)
+      for (int c = 0; c < v; ++c) order.push_back({true, i, c});
+    stages.push_back(with_messages(order, s, p, v));
+  }
+  return stages;
+}
+
+double Timeline::bubble_fraction() const {
+  double idle = 0;
+  for (double b : busy) idle += makespan - b;
+  return stages.empty() || makespan <= 0 ? 0 : idle / (double(stages.size()) * makespan);
+}
+
+Timeline simulate(const std::vector<StageActions>& schedule, int v, double forward, double backward) {
+  const int p = static_cast<int>(schedule.size());
+  Timeline t;
+  t.stages.resize(p);
+  t.busy.assign(p, 0);
+  t.stash.assign(p, 0);
+  // A message in flight: (activation?, model chunk it goes to, micro-batch) → arrival time.
+  std::map<std::tuple<bool, int, int>, double> sent;
+  std::vector<size_t> next(p, 0);
+  std::vector<double> clock(p, 0);
+  std::vector<std::map<std::pair<int, int>, int>> state(p);  // (mb, chunk) → 1 forward ran, 2 backward ran
+  std::vector<int> alive(p, 0);
+  const double cost_f = forward / v, cost_b = backward / v;  // a chunk holds 1/v of the stage's layers
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int s = 0; s < p; ++s) {
+      while (next[s] < schedule[s].size()) {
+        const Action& a = schedule[s][next[s]];
+        const int k = a.chunk * p + s;
+        if (a.act == Act::recv_activation || a.act == Act::recv_gradient) {
+          const auto key = std::make_tuple(a.act == Act::recv_activation, k, a.micro_batch);
+          auto it = sent.find(key);
+          if (it == sent.end()) break;  // not sent yet: wait
+          clock[s] = std::max(clock[s], it->second);
+          sent.erase(it);
+        } else if (a.act == Act::send_activation || a.act == Act::send_gradient) {
+          const bool act = a.act == Act::send_activation;
+          sent[std::make_tuple(act, act ? k + 1 : k - 1, a.micro_batch)] = clock[s];
+        } else {
+          int& st = state[s][{a.micro_batch, a.chunk}];
+          const bool fwd = a.act == Act::forward;
+          if (fwd ? st != 0 : st != 1) {
+            t.problem = "stage " + std::to_string(s) + ": " + act_name(a.act) + " of micro-batch " +
+                        std::to_string(a.micro_batch) + (fwd ? " twice" : " before its forward");
+            return t;
+          }
+          st = fwd ? 1 : 2;
+          alive[s] += fwd ? 1 : -1;
+          t.stash[s] = std::max(t.stash[s], alive[s]);
+          const double d = fwd ? cost_f : cost_b;
+          t.stages[s].push_back({a.act, a.micro_batch, a.chunk, clock[s], clock[s] + d});
+          clock[s] += d;
+          t.busy[s] += d;
+        }
+        ++next[s];
+        moved = true;
+      }
+    }
+  }
+  for (int s = 0; s < p; ++s)
+    if (next[s] < schedule[s].size()) {
+      const Action& a = schedule[s][next[s]];
+      t.problem = "deadlock: stage " + std::to_string(s) + " waits forever to " + act_name(a.act) + " of micro-batch " +
+                  std::to_string(a.micro_batch);
+      return t;
+    }
+  if (!sent.empty()) {
+    t.problem = "a message is sent that no stage receives";
+    return t;
+  }
+  for (int s = 0; s < p; ++s) {
+    for (const auto& [key, st] : state[s])
+      if (st != 2) {
+        t.problem =
+            "stage " + std::to_string(s) + ": micro-batch " + std::to_string(key.first) + " never ran its backward";
+        return t;
+      }
+    t.makespan = std::max(t.makespan, clock[s]);
+  }
+  t.complete = true;
+  return t;
+}
+
+std::string schedule_grid(const Timeline& t, int v, double unit) {
+  const int cells = static_cast<int>(std::ceil(t.makespan / unit - 1e-9));
+  std::ostringstream o;
+  for (size_t s = 0; s < t.stages.size(); ++s) {
+    std::vector<std::string> row(cells, " . ");
+    for (const Slot& slot : t.stages[s]) {
+      std::string label = (slot.act == Act::forward ? "F" : "B") + std::to_string(slot.micro_batch);
+      if (v > 1) label += char('a' + slot.chunk);
+      label.resize(std::max<size_t>(label.size(), 3), ' ');
+      for (int c = static_cast<int>(std::floor(slot.start / unit + 1e-9)); c < std::ceil(slot.end / unit - 1e-9); ++c)
+        if (c >= 0 && c < cells) row[c] = label;
+    }
+    o << "  stage " << s << " |";
+    for (const std::string& c : row) o << c << (c.size() < 4 ? " " : "");
+    o << "|\n";
+  }
+  return o.str();
+}
+
+double bubble_formula(ScheduleKind kind, int p, int m, int v) {
+  if (kind == ScheduleKind::interleaved) return double(p - 1) / (double(v) * m + p - 1);
+  return double(p - 1) / (m + p - 1);
+}
+
+}  // namespace shardlab
