@@ -33,6 +33,8 @@ const Command kCommands[] = {
     {"trace", trace_command, "per rank: communication hidden behind compute vs exposed (--trace on runs)"},
     {"ring", ring_command, "the hand-written ring all-reduce checked and timed against MPI's (under mpirun)"},
     {"mlp-split", mlp_split_command, "one MLP split over tensor-parallel ranks beside the unsharded one (C17)"},
+    {"schedule", schedule_command,
+     "a pipeline schedule as a grid, its bubble beside the formula, the stash (C20, C21)"},
     {"bench", bench_command, "training tokens/s and GFLOP/s against OpenBLAS sgemm"},
     {"swamping", swamping_command, "why bf16 weights need an fp32 master copy (C2)"},
 };

@@ -9,54 +9,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "plan/ledger_read.h"
+#include "plan/pipeline_stages.h"
+
 namespace shardlab::plan {
 
 namespace {
 using u64 = std::uint64_t;
 using u128 = unsigned __int128;
-using Json = nlohmann::json;
-
-// Field readers: a missing or mistyped field throws with where it was expected.
-const Json& need(const Json& obj, const char* key, const std::string& where) {
-  if (!obj.is_object() || !obj.contains(key))
-    throw std::runtime_error(std::string("missing \"") + key + "\" in " + where);
-  return obj.at(key);
-}
-u64 need_u64(const Json& obj, const char* key, const std::string& where) {
-  const Json& v = need(obj, key, where);
-  if (!v.is_number_unsigned()) throw std::runtime_error(where + "." + key + " must be a non-negative integer");
-  return v.get<u64>();
-}
-std::string need_string(const Json& obj, const char* key, const std::string& where) {
-  const Json& v = need(obj, key, where);
-  if (!v.is_string()) throw std::runtime_error(where + "." + key + " must be a string");
-  return v.get<std::string>();
-}
-template <class T, class P>
-T need_word(const Json& obj, const char* key, const std::string& where, P parse) {
-  T value{};
-  const Json& v = need(obj, key, where);
-  const std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-  if (!parse(s, &value)) throw std::runtime_error("unknown " + where + "." + key + " \"" + s + "\"");
-  return value;
-}
-
-Recipe read_recipe(const Json& model) {
-  Recipe r;
-  r.optimizer = need_word<Optimizer>(model, "optimizer", "model", parse_optimizer);
-  r.dtype = need_word<Dtype>(model, "dtype", "model", parse_dtype);
-  r.mixed = need_word<Mixed>(model, "mixed", "model", parse_mixed);
-  if (r.mixed == Mixed::bf16) {  // only meaningful with mixed precision
-    r.grad_accum = need_word<GradAccum>(model, "grad_accum_dtype", "model", parse_grad_accum);
-    r.master = need_word<Master>(model, "master", "model", parse_master);
-  }
-  if (r.optimizer == Optimizer::sgd) {
-    const Json& m = need(model, "momentum", "model");
-    if (!m.is_number()) throw std::runtime_error("model.momentum must be a number");
-    r.momentum = m.get<double>();
-  }
-  return r;
-}
 
 // claims C1, C3, C12: each category's current bytes must equal the formula (absent counts as 0).
 std::vector<LedgerRow> check_states(const Json& rank, const PerCategory& formula, const std::string& where) {
@@ -77,79 +37,39 @@ std::vector<LedgerRow> check_states(const Json& rank, const PerCategory& formula
   return rows;
 }
 
-// Sums comm.totals entries of ring reduce_scatter / all_gather / all_reduce on axis "dp" by op.
-StepComm measured_dp_ring(const Json& rank, const std::string& where) {
-  const Json& comm = need(rank, "comm", where);
-  const Json& totals = need(comm, "totals", where + ".comm");
-  if (!totals.is_array()) throw std::runtime_error(where + ".comm.totals must be an array");
-  StepComm m;
-  for (const Json& t : totals) {
-    const std::string w = where + ".comm.totals[]";
-    if (need_string(t, "axis", w) != "dp" || need_string(t, "impl", w) != "ring") continue;
-    const std::string op = need_string(t, "op", w);
-    for (RingOp o : {RingOp::reduce_scatter, RingOp::all_gather, RingOp::all_reduce})
-      if (op == ring_op_name(o)) {
-        LinkBytes b;
-        b.intra = need_u64(t, "sent_intra", w);
-        b.inter = need_u64(t, "sent_inter", w);
-        m.by_op(o) += b;
-      }
-  }
-  return m;
-}
-
 bool times_equals(u64 per_step, u64 steps, u64 measured) { return u128(per_step) * steps == u128(measured); }
 
-// Sums comm.totals entries of ring collectives on axis "tp" by purpose.
-TpStepBytes measured_tp_ring(const Json& rank, const std::string& where) {
-  const Json& totals = need(need(rank, "comm", where), "totals", where + ".comm");
-  TpStepBytes m;
-  for (const Json& t : totals) {
-    const std::string w = where + ".comm.totals[]";
-    if (need_string(t, "axis", w) != "tp" || need_string(t, "impl", w) != "ring") continue;
-    const std::string op = need_string(t, "op", w);
-    if (op != "reduce_scatter" && op != "all_gather" && op != "all_reduce") continue;
-    const std::string purpose = t.contains("purpose") ? need_string(t, "purpose", w) : "";
-    const u64 sent = need_u64(t, "sent_intra", w) + need_u64(t, "sent_inter", w);
-    (purpose == "regather" ? m.regather : purpose == "replicated_grads" ? m.replicated_grads : m.region) += sent;
-  }
-  return m;
+// The rank's stage: its blocks, whether it holds the head, and the activation peak its schedule leaves.
+struct StageFacts {
+  u64 blocks = 0;
+  bool head = true;
+  u64 peak = 0;
+};
+StageShape stage_shape(const LedgerCheck& c) {
+  const ActivationShape& a = c.activation_shape;
+  return StageShape{
+      GptDims{a.vocab, a.seq, a.hidden, a.layers}, c.tp, c.sequence_parallel, c.pp, c.virtual_stages, c.pp_layers};
 }
-
-ActivationShape read_activation_shape(const Json& a) {
-  const std::string w = "model.activations";
-  ActivationShape s;
-  s.seq = need_u64(a, "seq", w);
-  s.micro_batch = need_u64(a, "micro_batch", w);
-  s.hidden = need_u64(a, "hidden", w);
-  s.heads = need_u64(a, "heads", w);
-  s.layers = need_u64(a, "layers", w);
-  s.vocab = need_u64(a, "vocab", w);
-  s.width = need_u64(a, "width", w);
-  s.stat_width = need_u64(a, "stat_width", w);
-  if (!parse_attention_kernel(need_string(a, "attention", w), &s.attention))
-    throw std::runtime_error("unknown model.activations.attention");
-  if (!parse_recompute(need_string(a, "recompute", w), &s.recompute))
-    throw std::runtime_error("unknown model.activations.recompute");
-  if (a.contains("tp")) s.tp = need_u64(a, "tp", w);
-  if (a.contains("sequence_parallel")) {
-    if (!a.at("sequence_parallel").is_boolean())
-      throw std::runtime_error(w + ".sequence_parallel must be true or false");
-    s.sequence_parallel = a.at("sequence_parallel").get<bool>();
-  }
-  if (s.tp < 1 || s.heads % s.tp != 0 || (s.sequence_parallel && s.seq % s.tp != 0))
-    throw std::runtime_error(w + ": tp " + std::to_string(s.tp) + " does not split these heads and sequence");
-  return s;
+StageFacts stage_facts(const LedgerCheck& c, int stage) {
+  const StageShape sh = stage_shape(c);
+  const PipelinePartition part = stage_partition(sh);
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
+  parse_schedule(c.schedule, &kind);
+  const std::vector<StageActions> actions =
+      make_schedule(kind, c.pp, static_cast<int>(c.layout.accum), c.virtual_stages);
+  return {static_cast<u64>(stage_blocks(sh, stage)), part.held_units(stage).back(),
+          stage_activation_peak(c.activation_shape, part, stage, actions[stage])};
 }
 
 // Every saved tensor of one rank against the itemised formula, and the activation peak.
-void check_activations(const Json& rank, const LedgerCheck& c, u64 micro_batches, RankCheck* rc) {
+void check_activations(const Json& rank, const LedgerCheck& c, u64 micro_batches, const StageFacts& st, RankCheck* rc) {
   const ActivationShape& s = c.activation_shape;
-  const u64 L = s.layers, twice = s.recompute == Recompute::full ? 2 : 1;
+  const u64 L = st.blocks, twice = s.recompute == Recompute::full ? 2 : 1;
   std::map<std::string, std::pair<u64, u64>> formula;  // item → bytes each, allocations
   for (const ActivationItem& i : block_items(s))
     formula[i.name] = {i.bytes, L * micro_batches * (i.name == "block.x" ? 1 : twice)};
-  for (const ActivationItem& i : head_items(s)) formula[i.name] = {i.bytes, micro_batches};
+  if (st.head)
+    for (const ActivationItem& i : head_items(s)) formula[i.name] = {i.bytes, micro_batches};
   const Json& memory = need(rank, "memory", "rank " + std::to_string(rc->rank));
   const Json items = memory.contains("items") ? memory.at("items") : Json::object();
   std::map<std::string, std::pair<u64, u64>> measured;
@@ -161,7 +81,8 @@ void check_activations(const Json& rank, const LedgerCheck& c, u64 micro_batches
   }
   std::vector<std::string> names;  // the formula's order (the model's), then anything the formula lacks
   for (const ActivationItem& i : block_items(s)) names.push_back(i.name);
-  for (const ActivationItem& i : head_items(s)) names.push_back(i.name);
+  if (st.head)
+    for (const ActivationItem& i : head_items(s)) names.push_back(i.name);
   for (const auto& [n, v] : measured)
     if (!formula.count(n)) names.push_back(n);
   for (const std::string& name : names) {
@@ -175,7 +96,7 @@ void check_activations(const Json& rank, const LedgerCheck& c, u64 micro_batches
               r.formula_allocations == r.measured_allocations;
     rc->activations.push_back(r);
   }
-  rc->peak_formula = activation_peak(s, L, true);
+  rc->peak_formula = st.peak;
   rc->peak_measured = need_u64(need(memory, "activation", "memory"), "peak", "memory.activation");
 }
 
@@ -193,7 +114,14 @@ void read_layout(const Json& j, LedgerCheck* c) {
   if (l.contains("ranks_per_node")) c->world_ranks_per_node = need_u64(l, "ranks_per_node", "layout");
   if (c->world_ranks_per_node % c->tp != 0)
     throw std::runtime_error("layout.ranks_per_node is not a multiple of layout.tp (tp partners share a node)");
-  c->layout.ranks_per_node = c->world_ranks_per_node / c->tp;  // dp ranks per node
+  if (l.contains("pp")) c->pp = static_cast<int>(need_u64(l, "pp", "layout"));
+  if (l.contains("virtual_stages")) c->virtual_stages = static_cast<int>(need_u64(l, "virtual_stages", "layout"));
+  if (l.contains("pp_layers")) c->pp_layers = need_string(l, "pp_layers", "layout");
+  if (l.contains("schedule")) c->schedule = need_string(l, "schedule", "layout");
+  if (c->pp < 1 || c->pp > 4096) throw std::runtime_error("layout.pp must be in [1, 4096]");
+  if (c->world_ranks_per_node % (c->tp * c->pp) != 0 && c->pp > 1)
+    throw std::runtime_error("layout.ranks_per_node is not a multiple of layout.tp × layout.pp");
+  c->layout.ranks_per_node = c->world_ranks_per_node / (c->tp * c->pp);  // dp ranks per node
   c->layout.accum = need_u64(l, "accum", "layout");
   c->steps = need_u64(l, "steps", "layout");
   c->comm_impl = need_string(l, "comm", "layout");
@@ -201,12 +129,15 @@ void read_layout(const Json& j, LedgerCheck* c) {
     throw std::runtime_error("unknown layout.comm \"" + c->comm_impl + "\" (ring or mpi)");
   const std::string bad = layout_error(c->layout);
   if (!bad.empty()) throw std::runtime_error("layout: " + bad);
-  if (static_cast<u64>(c->world_size) != c->layout.dp * c->tp)
+  if (static_cast<u64>(c->world_size) != c->layout.dp * c->tp * c->pp)
     throw std::runtime_error("world_size " + std::to_string(c->world_size) +
-                             " is not layout.dp × layout.tp = " + std::to_string(c->layout.dp * c->tp));
+                             " is not layout.dp × tp × pp = " + std::to_string(c->layout.dp * c->tp * c->pp));
+  ScheduleKind kind;
+  if (!parse_schedule(c->schedule, &kind)) throw std::runtime_error("unknown layout.schedule \"" + c->schedule + "\"");
   c->sharding = shard_layout(c->layout, c->psi);
   c->comm_checked = c->comm_impl == "ring";
   c->tp_checked = c->comm_checked && c->tp > 1;
+  c->pp_checked = c->pp > 1;
   const std::pair<const char*, u64> derived[] = {{"shard_group", static_cast<u64>(c->sharding.group)},
                                                  {"padded_params", c->sharding.padded()},
                                                  {"shard", c->sharding.shard()}};
@@ -231,6 +162,8 @@ bool LedgerCheck::ok() const {
     if (!std::all_of(r.states.begin(), r.states.end(), [](const LedgerRow& s) { return s.match; })) return false;
     if (comm_checked && !r.comm.match) return false;
     if (tp_checked && !r.tp.match) return false;
+    if (pp_checked && !r.pp.match) return false;
+    if (r.psi_measured && r.psi_measured != r.psi) return false;
     if (activations_checked && !r.activations_match()) return false;
   }
   return !ranks.empty();
@@ -258,14 +191,20 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
   if (c.activations_checked &&
       (c.activation_shape.tp != c.tp || c.activation_shape.sequence_parallel != c.sequence_parallel))
     throw std::runtime_error("model.activations and layout disagree on tp / sequence_parallel");
-  if (c.activations_checked && c.tp > 1) {  // Ψ_t from the dims (claim C19), against what the ranks hold
+  if (c.activations_checked && c.tp > 1 && c.pp == 1) {  // Ψ_t from the dims (C19); stages: per rank below
     const ActivationShape& a = c.activation_shape;
     const u64 formula = tp_param_count(GptDims{a.vocab, a.seq, a.hidden, a.layers}, c.tp);
     c.layout_rows.push_back({"params (Ψ_t)", formula, c.psi, formula == c.psi});
   }
 
   // Without a layout only rank 0 is checked, against the unsharded formula (claims C1, C3, C11).
-  const u64 checked = c.sharded ? c.layout.dp * c.tp : 1;
+  const u64 checked = c.sharded ? c.layout.dp * c.tp * c.pp : 1;
+  if (c.pp > 1 && !c.activations_checked) throw std::runtime_error("a pipeline ledger needs model.activations");
+  if (c.pp > 1)
+    if (const std::string why = pipeline_problem(static_cast<int>(c.activation_shape.layers), c.pp, c.virtual_stages,
+                                                 c.schedule, c.pp_layers);
+        !why.empty())
+      throw std::runtime_error("layout: " + why);
   std::vector<const Json*> by_rank(checked, nullptr);
   for (const Json& r : ranks) {
     if (!r.is_object() || !r.contains("rank") || !r.at("rank").is_number_unsigned()) continue;
@@ -274,21 +213,43 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
     if (by_rank[k]) throw std::runtime_error("rank " + std::to_string(k) + " appears twice in \"ranks\"");
     by_rank[k] = &r;
   }
-  const PerCategory states =
-      c.sharded ? per_rank_model_state_bytes(c.recipe, c.psi, c.layout) : model_state_bytes(c.recipe, c.psi);
   for (u64 k = 0; k < checked; ++k) {
     const std::string where = "rank " + std::to_string(k);
     if (!by_rank[k]) throw std::runtime_error("no entry with \"rank\": " + std::to_string(k) + " in \"ranks\"");
     RankCheck rc;
     rc.rank = static_cast<int>(k);
-    rc.dp_rank = static_cast<int>(k / c.tp);
     rc.tp_rank = static_cast<int>(k % c.tp);
+    rc.pp_rank = static_cast<int>(k / c.tp % c.pp);
+    rc.dp_rank = static_cast<int>(k / (c.tp * c.pp));
+    // The parameters this rank holds: its stage's units, its tp slice of them (claims C19, C26).
+    rc.psi = c.psi;
+    std::vector<bool> held;
+    if (c.pp > 1) {
+      rc.psi = stage_param_count(stage_shape(c), rc.pp_rank);
+      held = stage_partition(stage_shape(c)).held_units(rc.pp_rank);
+    }
+    if (by_rank[k]->contains("params")) rc.psi_measured = need_u64(*by_rank[k], "params", where);
+    const ShardLayout sharding = c.sharded ? shard_layout(c.layout, rc.psi) : ShardLayout();
+    const PerCategory states =
+        c.sharded ? per_rank_model_state_bytes(c.recipe, rc.psi, c.layout) : model_state_bytes(c.recipe, rc.psi);
     rc.states = check_states(*by_rank[k], states, where);
-    if (c.activations_checked)  // claims C4-C6, C27, C28: every saved tensor, exactly
-      check_activations(*by_rank[k], c, need_u64(model.at("activations"), "micro_batches", "model.activations"), &rc);
+    if (c.activations_checked) {  // claims C4-C6, C27, C28: every saved tensor, exactly
+      const ActivationShape& a = c.activation_shape;
+      const StageFacts st =
+          c.pp > 1 ? stage_facts(c, rc.pp_rank) : StageFacts{a.layers, true, activation_peak(a, a.layers, true)};
+      check_activations(*by_rank[k], c, need_u64(model.at("activations"), "micro_batches", "model.activations"), st,
+                        &rc);
+    }
+    if (c.pp_checked) {  // claim C22: point to point, b·s·h·e per micro-batch per border
+      const u64 e = c.recipe.mixed == Mixed::none && c.recipe.dtype == Dtype::f64 ? 8 : 4;
+      rc.pp.formula =
+          stage_p2p_sent_bytes(stage_shape(c), rc.pp_rank, c.activation_shape.micro_batch, c.layout.accum, e);
+      rc.pp.measured = measured_pp_sent(*by_rank[k], where);
+      rc.pp.match = times_equals(rc.pp.formula, c.steps, rc.pp.measured);
+    }
     if (c.comm_checked) {  // claims C8, C12, C14: ring bytes per step, exactly
       CommRow& m = rc.comm;
-      m.formula = step_comm_bytes(c.recipe, c.psi, c.layout, k / c.tp);
+      m.formula = step_comm_bytes(c.recipe, rc.psi, c.layout, rc.dp_rank);
       m.measured = measured_dp_ring(*by_rank[k], where);
       m.steps = c.steps;
       m.split = c.layout.ranks_per_node > 0;
@@ -308,7 +269,8 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
       t.recompute = a.recompute;
       t.act_bytes = c.recipe.mixed == Mixed::none && c.recipe.dtype == Dtype::f64 ? 8 : 4;
       t.grad_bytes = bytes_per_param(c.recipe)[Mem::grad];
-      const ShardLayout& g = c.sharding;
+      t.held = held;
+      const ShardLayout& g = sharding;
       const bool whole = c.layout.strategy == Strategy::dp;
       const u64 member = c.layout.strategy == Strategy::hybrid ? rc.dp_rank % g.group : rc.dp_rank;
       const u64 lo = whole ? 0 : member * g.shard(), hi = whole ? g.padded() : lo + g.shard();

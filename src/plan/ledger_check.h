@@ -17,6 +17,10 @@
 // (ranks_per_node / tp of them per node); and each rank's ring bytes on axis "tp", purpose by purpose
 // (the regions, "regather", "replicated_grads"), against plan/tensor_parallel.h.
 //
+// With pipeline stages (layout.pp > 1): each rank against its stage — Ψ of its units, the activation items
+// of its blocks (the head's only on the last stage) and the peak its schedule leaves, and its point-to-point
+// bytes on axis "pp" (plan/pipeline_stages.h).
+//
 // Leaves out: other memory peaks (workspace is not a formula), other ops on the dp and tp axes (e.g. the
 // loss's "all_gather_value"), other axes (PP/CP/EP), and the comm bytes of "mpi" runs (MPI's internal
 // traffic is not observable; those runs check model states only).
@@ -70,10 +74,20 @@ struct TpRow {
   bool match = false;  // measured == formula × steps, purpose by purpose
 };
 
+// One rank's point-to-point bytes on axis "pp" (plan/pipeline_stages.h).
+struct PpRow {
+  std::uint64_t formula = 0;   // bytes sent per step
+  std::uint64_t measured = 0;  // over the whole run
+  bool match = false;
+};
+
 struct RankCheck {
   int rank = 0;
-  int dp_rank = 0, tp_rank = 0;                       // the rank's coordinates (world rank = dp_rank·tp + tp_rank)
+  int dp_rank = 0, pp_rank = 0, tp_rank = 0;          // world rank = (dp_rank·pp + pp_rank)·tp + tp_rank
+  std::uint64_t psi = 0;                              // the parameters this rank holds, by the formula
+  std::uint64_t psi_measured = 0;                     // ranks[].params (0 if the ledger has none)
   TpRow tp;                                           // when LedgerCheck::tp_checked
+  PpRow pp;                                           // when LedgerCheck::pp_checked
   std::vector<LedgerRow> states;                      // one per model-state category, in ledger order
   CommRow comm;                                       // compared only when LedgerCheck::comm_checked
   std::vector<ActivationRow> activations;             // when LedgerCheck::activations_checked
@@ -103,6 +117,9 @@ struct LedgerCheck {
   bool sequence_parallel = false;
   std::uint64_t world_ranks_per_node = 0;  // layout.ranks_per_node as recorded (layout.ranks_per_node is per dp group)
   bool tp_checked = false;                 // tp > 1 with ring collectives
+  int pp = 1, virtual_stages = 1;          // layout.pp, layout.virtual_stages
+  std::string pp_layers, schedule = "1f1b";
+  bool pp_checked = false;  // pp > 1
   ActivationShape activation_shape;
   std::vector<LayoutRow> layout_rows;
   std::vector<RankCheck> ranks;  // in rank order; without a layout only rank 0

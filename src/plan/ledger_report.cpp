@@ -80,19 +80,39 @@ void print_states(std::ostream& out, const LedgerCheck& c) {
   t.rule();
   for (const RankCheck& rc : c.ranks) {
     std::vector<std::string> cells = {std::to_string(rc.rank)};
-    u64 mt = 0;
+    u64 mt = 0, own = 0;  // measured; this rank's formula (a pipeline's stages differ)
     bool all = true;
     for (const LedgerRow& r : rc.states) {
       cells.push_back((r.present ? commas(r.measured) : "-") + (r.match ? "" : " !"));
       mt += r.measured;
+      own += r.formula;
       all = all && r.match;
     }
-    cells.push_back(commas(mt) + (mt == ft ? "" : " !"));
+    cells.push_back(commas(mt) + (mt == own ? "" : " !"));
     cells.push_back(all ? "yes" : "NO");
     t.row(cells);
   }
   t.print(out);
-  out << "  - = absent from the ledger (counts as 0)\n";
+  out << "  - = absent from the ledger (counts as 0)"
+      << (c.pp > 1 ? "; the formula row is rank 0's stage: every rank is checked against its own stage (below)" : "")
+      << "\n";
+}
+
+// Pipeline stages (claims C22, C26): each rank's parameters and point-to-point bytes against its stage.
+void print_pp(std::ostream& out, const LedgerCheck& c) {
+  if (c.pp <= 1) return;
+  out << "\nPipeline over p = " << c.pp << " stages (" << c.schedule
+      << (c.virtual_stages > 1 ? ", " + std::to_string(c.virtual_stages) + " chunks per stage" : "")
+      << "): each rank's stage, parameters and point-to-point bytes sent per step on axis pp (claims C22, C26)\n";
+  Table t({"rank", "dp", "pp", "tp", "Ψ formula", "Ψ ledger", "p2p formula", "measured", "match"});
+  for (const RankCheck& rc : c.ranks)
+    t.row({std::to_string(rc.rank), std::to_string(rc.dp_rank), std::to_string(rc.pp_rank), std::to_string(rc.tp_rank),
+           commas(rc.psi), rc.psi_measured ? commas(rc.psi_measured) : "-", commas(rc.pp.formula),
+           per_step(rc.pp.measured, c.steps),
+           rc.pp.match && (!rc.psi_measured || rc.psi_measured == rc.psi) ? "yes" : "NO"});
+  t.print(out);
+  out << "  point to point: b·s·h·e per micro-batch across each border, activations forward and gradients backward;\n"
+         "  no collectives on pp\n";
 }
 
 void print_comm(std::ostream& out, const LedgerCheck& c) {
@@ -175,6 +195,9 @@ void print_result(std::ostream& out, const LedgerCheck& c) {
   if (c.ok()) {
     if (!c.sharded)
       out << "result: every category matches exactly\n";
+    else if (c.pp_checked)
+      out << "result: every rank, category, ring total" << (c.tp_checked ? ", tp total" : "")
+          << " and pipeline stage matches exactly\n";
     else if (c.tp_checked)
       out << "result: every rank, category, ring total and tp total matches exactly\n";
     else if (c.comm_checked)
@@ -209,6 +232,11 @@ void print_result(std::ostream& out, const LedgerCheck& c) {
           << " B, regather " << signed_diff(m.regather, f.regather * c.steps) << " B, replicated grads "
           << signed_diff(m.replicated_grads, f.replicated_grads * c.steps) << " B)";
     }
+    if (c.pp_checked && !rc.pp.match)
+      out << " " << who << "pp comm (over the run, measured " << signed_diff(rc.pp.measured, rc.pp.formula * c.steps)
+          << " B)";
+    if (rc.psi_measured && rc.psi_measured != rc.psi)
+      out << " " << who << "params (ledger " << signed_diff(rc.psi_measured, rc.psi) << ")";
     if (c.comm_checked && !rc.comm.match) {
       const LinkBytes f = rc.comm.formula.total(), m = rc.comm.measured.total();
       out << " " << who << "comm (over the run, measured ";
@@ -234,6 +262,7 @@ int print_ledger_check(std::ostream& out, const std::string& path, const LedgerC
     print_states(out, c);
     print_comm(out, c);
     print_tp(out, c);
+    print_pp(out, c);
   }
   print_activations(out, c);
   print_result(out, c);

@@ -9,10 +9,13 @@ namespace {
 using u64 = std::uint64_t;
 }  // namespace
 
-std::vector<std::pair<u64, bool>> tp_tensor_runs(const GptDims& d, u64 t) {
+std::vector<std::pair<u64, bool>> tp_tensor_runs(const GptDims& d, u64 t, const std::vector<bool>& held) {
   const u64 C = d.hidden, V = d.vocab, T = d.seq;
-  std::vector<std::pair<u64, bool>> v = {{V * C, true}, {T * C, true}};  // tok_emb, pos_emb
+  auto holds = [&](u64 unit) { return held.empty() || held[unit]; };
+  std::vector<std::pair<u64, bool>> v;
+  if (holds(0)) v = {{V * C, true}, {T * C, true}};  // tok_emb, pos_emb
   for (u64 l = 0; l < d.layers; ++l) {
+    if (!holds(l + 1)) continue;
     v.insert(v.end(), {{C, true},
                        {C, true},  // ln1 weight, bias
                        {3 * C * C / t, false},
@@ -26,7 +29,7 @@ std::vector<std::pair<u64, bool>> tp_tensor_runs(const GptDims& d, u64 t) {
                        {4 * C * C / t, false},  // fc-proj columns
                        {C, true}});             // fc-proj's bias
   }
-  v.insert(v.end(), {{C, true}, {C, true}, {V * C, true}});  // ln_f, lm_head
+  if (holds(d.layers + 1)) v.insert(v.end(), {{C, true}, {C, true}, {V * C, true}});  // ln_f, lm_head
   return v;
 }
 
@@ -36,9 +39,9 @@ u64 tp_param_count(const GptDims& d, u64 t) {
   return n;
 }
 
-u64 replicated_in_range(const GptDims& d, u64 t, u64 lo, u64 hi) {
+u64 replicated_in_range(const GptDims& d, u64 t, u64 lo, u64 hi, const std::vector<bool>& held) {
   u64 at = 0, n = 0;
-  for (const auto& [size, replicated] : tp_tensor_runs(d, t)) {
+  for (const auto& [size, replicated] : tp_tensor_runs(d, t, held)) {
     const u64 a = std::max(lo, at), b = std::min(hi, at + size);
     if (replicated && a < b) n += b - a;
     at += size;
@@ -50,7 +53,9 @@ std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64
   std::vector<TpPhase> v;
   const u64 t = s.tp;
   if (t <= 1) return v;
-  const u64 n = s.micro_batch * s.gpt.seq * s.gpt.hidden, L = s.gpt.layers, A = s.accum;
+  u64 L = s.gpt.layers;  // the blocks this rank runs
+  if (!s.held.empty()) L = std::count(s.held.begin() + 1, s.held.end() - 1, true);
+  const u64 n = s.micro_batch * s.gpt.seq * s.gpt.hidden, A = s.accum;
   const u64 again = s.recompute == Recompute::full ? 1 : 0;  // the recomputed forward talks again
   auto phase = [&](std::string what, std::string purpose, RingOp op, u64 times, const std::vector<u64>& counts,
                    u64 elem_bytes) {
@@ -74,7 +79,7 @@ std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64
         RingOp::reduce_scatter, L * A * (4 + 2 * again), shards, s.act_bytes);
   phase("all-gather of each region's input again, for the weight gradients", "regather", RingOp::all_gather, L * A * 2,
         shards, s.act_bytes);
-  const u64 rep = replicated_in_range(s.gpt, t, grad_lo, grad_hi);
+  const u64 rep = replicated_in_range(s.gpt, t, grad_lo, grad_hi, s.held);
   if (rep > 0)
     phase("all-reduce of the replicated tensors' gradients (LayerNorms, biases, embeddings, head)", "replicated_grads",
           RingOp::all_reduce, 1, even_chunks(rep, t), s.grad_bytes);

@@ -32,11 +32,14 @@
 
 namespace shardlab::plan {
 
-// One tp rank's tensors in the layout's order: (elements, replicated on every tp rank).
-std::vector<std::pair<std::uint64_t, bool>> tp_tensor_runs(const GptDims& d, std::uint64_t t);
+// One tp rank's tensors in the layout's order: (elements, replicated on every tp rank); held: the units of
+// a pipeline stage (empty: all).
+std::vector<std::pair<std::uint64_t, bool>> tp_tensor_runs(const GptDims& d, std::uint64_t t,
+                                                           const std::vector<bool>& held = {});
 std::uint64_t tp_param_count(const GptDims& d, std::uint64_t t);  // Ψ_t
 // Elements of replicated tensors inside the flat range [lo, hi) of a tp rank's layout.
-std::uint64_t replicated_in_range(const GptDims& d, std::uint64_t t, std::uint64_t lo, std::uint64_t hi);
+std::uint64_t replicated_in_range(const GptDims& d, std::uint64_t t, std::uint64_t lo, std::uint64_t hi,
+                                  const std::vector<bool>& held = {});
 
 struct TpShape {
   GptDims gpt;
@@ -46,6 +49,7 @@ struct TpShape {
   Recompute recompute = Recompute::none;
   std::uint64_t act_bytes = 4;   // e
   std::uint64_t grad_bytes = 4;  // the gradient store's element (replicated_grads)
+  std::vector<bool> held;        // a pipeline stage's units (empty: all; the blocks held set L)
 };
 
 // One kind of tp collective of a step, as one rank sees it.

@@ -7,6 +7,8 @@
 #include "core/flops.h"
 #include "io/files.h"
 #include "report/format.h"
+#include "report/pipeline_report.h"
+#include "report/schedule_svg.h"
 
 namespace shardlab {
 
@@ -33,22 +35,24 @@ std::vector<std::string> gather_strings(const std::string& mine, Communicator& w
 
 }  // namespace
 
-void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params, const RunLayout& layout,
-                       const MemoryLedger& memory, const CommLedger& comm, const CommLedger& eval_comm,
-                       const CommLedger& checkpoint_comm, Communicator& world) {
+nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params,
+                                 const RunLayout& layout, const MemoryLedger& memory, const CommLedger& comm,
+                                 const CommLedger& eval_comm, const CommLedger& checkpoint_comm, Communicator& world) {
   const FlopCounter& f = flop_counter();  // FLOPs of this rank's GEMMs, by phase (core/flops.h)
   const nlohmann::json flops = {{"block_forward", f[Flop::block_forward]},
                                 {"block_backward", f[Flop::block_backward]},
                                 {"block_recompute", f[Flop::block_recompute]},
                                 {"other", f[Flop::other]}};
   nlohmann::json mine = {{"rank", world.rank()},
+                         {"params", params},
                          {"memory", memory.to_json()},
                          {"flops", flops},
                          {"comm", comm.to_json()},
                          {"comm_eval", eval_comm.to_json(200)},
                          {"comm_checkpoint", checkpoint_comm.to_json(200)}};
+  if (!layout.pipeline_rank.is_null()) mine["pipeline"] = layout.pipeline_rank;
   std::vector<std::string> all = gather_strings(mine.dump(), world);
-  if (world.rank() != 0) return;
+  if (world.rank() != 0) return nullptr;
   nlohmann::json j;
   j["world_size"] = world.size();
   // What the activations were: plan --ledger checks every saved tensor against plan/activation_items.h.
@@ -87,10 +91,22 @@ void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t p
                  {"steps", layout.steps},
                  {"comm", cfg.comm},
                  {"tp", cfg.tp},
-                 {"sequence_parallel", cfg.sequence_parallel}};
+                 {"sequence_parallel", cfg.sequence_parallel},
+                 {"pp", cfg.pp},
+                 {"pp_layers", cfg.pp_layers},
+                 {"schedule", cfg.schedule},
+                 {"virtual_stages", cfg.virtual_stages}};
   j["ranks"] = nlohmann::json::array();
   for (const std::string& s : all) j["ranks"].push_back(nlohmann::json::parse(s));
+  if (!layout.pipeline.is_null()) {
+    std::vector<SchedulePanel> panels;
+    j["pipeline"] = pipeline_section(layout.pipeline, j["ranks"], &panels);
+    for (auto& r : j["ranks"]) r.erase("pipeline");  // the slots are in the picture; the section keeps the sums
+    const std::string dir = path.substr(0, path.find_last_of('/') + 1);
+    write_text_file_atomic(dir + "schedule.svg", schedule_svg(panels, layout.pipeline["virtual_stages"].get<int>()));
+  }
   write_text_file_atomic(path, j.dump(1) + "\n");
+  return j;
 }
 
 void write_trace_file(const std::string& path, const Trace& trace, Communicator& world) {
@@ -99,7 +115,8 @@ void write_trace_file(const std::string& path, const Trace& trace, Communicator&
 }
 
 void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layout, const MemoryLedger& memory,
-                   const CommLedger& comm, const Progress& progress, double last_loss, std::optional<double> last_val) {
+                   const CommLedger& comm, const Progress& progress, double last_loss, std::optional<double> last_val,
+                   const nlohmann::json& ledger) {
   std::printf("\n%zu params (%d layers, hidden %d, %d heads, seq %d), %s, %s", params, cfg.model.layers,
               cfg.model.hidden, cfg.model.heads, cfg.model.seq, cfg.dtype.c_str(),
               cfg.mixed == "bf16" ? "mixed bf16" : "no mixed precision");
@@ -107,6 +124,7 @@ void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layou
   if (cfg.tp > 1)
     std::printf(", tensor parallel over %d ranks%s (params: this rank's slice)", cfg.tp,
                 cfg.sequence_parallel ? " with sequence parallelism" : "");
+  if (cfg.pp > 1) std::printf(", %d pipeline stages (params: rank 0's stage)", cfg.pp);
   std::printf("\nfinal loss %.4f", last_loss);
   if (last_val) std::printf("   val loss %.4f", *last_val);
   std::printf("   %.0f tokens/s over %s\n", progress.tokens_per_second(),
@@ -128,6 +146,15 @@ void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layou
     CommCall c = comm.total(op, &dp);
     sent.sent_intra += c.sent_intra;
     sent.sent_inter += c.sent_inter;
+  }
+  if (ledger.is_object() && ledger.contains("pipeline")) {
+    const nlohmann::json& p = ledger["pipeline"];
+    std::printf(
+        "pipeline: %s on %d stages, %d micro-batches per step: bubble %.1f%% measured (step %d), %.1f%% in the "
+        "schedule, %.1f%% by the formula; picture: %s/schedule.svg\n",
+        p["schedule"].get<std::string>().c_str(), p["stages"].get<int>(), p["micro_batches"].get<int>(),
+        100 * p["bubble_measured"].get<double>(), p["measured_step"].get<int>(),
+        100 * p["bubble_schedule"].get<double>(), 100 * p["bubble_formula"].get<double>(), cfg.out.c_str());
   }
   if (layout.dp > 1 && layout.steps > 0)
     std::printf("communication (rank 0, dp axis): %s sent per step (%s intra-node, %s inter-node)\n",

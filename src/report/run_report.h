@@ -4,6 +4,8 @@
 // rank's timeline), and the closing summary rank 0 prints.
 #pragma once
 #include <optional>
+
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "comm/comm_ledger.h"
@@ -22,16 +24,21 @@ struct RunLayout {  // the layout facts ledger.json records and `plan --ledger` 
   int dp, ranks_per_node;
   ShardLayout shards;  // the shard group's geometry
   int accum, steps;    // micro-batches per step, steps this run trained
+  // Pipelines (report/pipeline_report.h): the run's facts and this rank's measured step (null: no pipeline).
+  nlohmann::json pipeline, pipeline_rank;
 };
 
-// Collective: gathers every rank's ledgers; rank 0 writes DIR/ledger.json.
-void write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params, const RunLayout& layout,
-                       const MemoryLedger& memory, const CommLedger& comm, const CommLedger& eval_comm,
-                       const CommLedger& checkpoint_comm, Communicator& world);
+// Collective: gathers every rank's ledgers; rank 0 writes DIR/ledger.json (and, for a pipeline,
+// DIR/schedule.svg beside it) and returns the ledger (null on the other ranks).
+nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params,
+                                 const RunLayout& layout, const MemoryLedger& memory, const CommLedger& comm,
+                                 const CommLedger& eval_comm, const CommLedger& checkpoint_comm, Communicator& world);
 // Collective: gathers every rank's trace events; rank 0 writes DIR/trace.json.
 void write_trace_file(const std::string& path, const Trace& trace, Communicator& world);
 // Rank 0's closing summary.
+// ledger: what write_ledger_file returned (its pipeline section is summarised), or null.
 void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layout, const MemoryLedger& memory,
-                   const CommLedger& comm, const Progress& progress, double last_loss, std::optional<double> last_val);
+                   const CommLedger& comm, const Progress& progress, double last_loss, std::optional<double> last_val,
+                   const nlohmann::json& ledger = nullptr);
 
 }  // namespace shardlab

@@ -59,16 +59,18 @@ void RunOutputs::abandon() { progress_.finish(); }
 
 void RunOutputs::finish(const RunLayout& layout, size_t params) {
   progress_.finish();
+  nlohmann::json ledger;
   if (!cfg_.out.empty()) {
     if (root_) write_text_file_atomic(cfg_.out + "/loss.svg", plot_runs({cfg_.out}, "loss"));
-    write_ledger_file(cfg_.out + "/ledger.json", cfg_, params, layout, ledgers_.memory, ledgers_.comm,
-                      ledgers_.comm_eval, ledgers_.comm_checkpoint, world_);
+    ledger = write_ledger_file(cfg_.out + "/ledger.json", cfg_, params, layout, ledgers_.memory, ledgers_.comm,
+                               ledgers_.comm_eval, ledgers_.comm_checkpoint, world_);
     if (ledgers_.trace.enabled()) write_trace_file(cfg_.out + "/trace.json", ledgers_.trace, world_);
   }
   if (!root_) return;
-  print_summary(cfg_, params, layout, ledgers_.memory, ledgers_.comm, progress_, last_loss_, last_val_);
+  print_summary(cfg_, params, layout, ledgers_.memory, ledgers_.comm, progress_, last_loss_, last_val_, ledger);
   if (!cfg_.out.empty())
-    std::printf("wrote %s/loss.csv, loss.svg, config.toml and ledger.json%s\n", cfg_.out.c_str(),
+    std::printf("wrote %s/loss.csv, loss.svg, config.toml%s and ledger.json%s\n", cfg_.out.c_str(),
+                ledger.contains("pipeline") ? ", schedule.svg" : "",
                 ledgers_.trace.enabled() ? (" and " + cfg_.out + "/trace.json (open in ui.perfetto.dev)").c_str() : "");
   if (!cfg_.save.empty())
     std::printf("checkpoint %s/latest -> %s\n", cfg_.save.c_str(), step_dir_name(cfg_.steps).c_str());

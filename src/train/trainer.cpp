@@ -17,6 +17,7 @@
 #include "parallel/pipeline_partition.h"
 #include "parallel/schedule.h"
 #include "parallel/tensor_parallel.h"
+#include "report/pipeline_report.h"
 #include "train/evaluate.h"
 #include "train/memory_check.h"
 #include "train/run_outputs.h"
@@ -91,6 +92,7 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
   grid.world().barrier();
   ledgers.trace.restart();
 
+  std::vector<MeasuredSlot> last_slots;
   for (int step = static_cast<int>(resume_step) + 1; step <= cfg.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     Trace::Span step_span(ledgers.trace, "step " + std::to_string(step), "step", 2);
@@ -104,6 +106,7 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
       return MicroBatch{k, B, inputs.data(), targets.data(), {cfg.seed, uint64_t(step), first}};
     };
     const double local_loss = pipeline.run(schedule[stage], engine, accum, loss_scale, micro_batch, true);
+    if (step == cfg.steps) last_slots = pipeline.measured();  // the last step's timeline (for the picture)
     engine.finish_gradients();
     const double loss = engine.sum_over_ranks(local_loss) / tokens_per_step;
     if (!std::isfinite(loss)) {
@@ -131,9 +134,14 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     }
     outputs.step_done({step, loss, gnorm, lr, ms, val});
   }
-  outputs.finish(
-      {engine.strategy(), dp, cfg.ranks_per_node, engine.shards(), accum, cfg.steps - static_cast<int>(resume_step)},
-      layout.total());
+  RunLayout done{engine.strategy(), dp,     cfg.ranks_per_node,
+                 engine.shards(),   accum,  cfg.steps - static_cast<int>(resume_step),
+                 nullptr,           nullptr};
+  if (cfg.pp > 1) {  // the last step, measured, beside the schedule (one rank speaks for each stage)
+    done.pipeline = pipeline_run_json(cfg.schedule, cfg.pp, accum, cfg.virtual_stages, cfg.steps);
+    done.pipeline_rank = pipeline_rank_json(stage, grid.coord(Axis::dp) == 0 && grid.coord(Axis::tp) == 0, last_slots);
+  }
+  outputs.finish(done, layout.total());
   return 0;
 }
 

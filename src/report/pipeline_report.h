@@ -1,0 +1,25 @@
+// A pipeline run's step beside its schedule (claims C20–C22): each stage's measured compute actions of the
+// last training step (one rank per stage: dp 0, tp 0), the wall-clock bubble they leave, and beside them
+// the schedule's own ideal timeline (parallel/schedule.h simulate, a backward costing two forwards, and
+// with equal costs), the chapter's formula and the stash per stage — the "pipeline" section of
+// ledger.json and the two panels of DIR/schedule.svg.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "parallel/pipeline.h"
+#include "report/schedule_svg.h"
+
+namespace shardlab {
+
+// This rank's share: its stage and, when it speaks for the stage, its measured slots.
+nlohmann::json pipeline_rank_json(int stage, bool speaks, const std::vector<MeasuredSlot>& slots);
+// The run-wide facts: schedule, stages p, micro-batches m, chunks per stage v, the step measured.
+nlohmann::json pipeline_run_json(const std::string& schedule, int stages, int micro_batches, int virtual_stages,
+                                 int step);
+// From the run-wide facts and every rank's ledger entry: the ledger's "pipeline" section and the pictures.
+nlohmann::json pipeline_section(const nlohmann::json& run, const nlohmann::json& ranks,
+                                std::vector<SchedulePanel>* panels);
+
+}  // namespace shardlab
