@@ -29,6 +29,20 @@ for sp in "" "--sequence-parallel"; do
 done
 rm -rf "$TPDIR"
 echo
+echo "pipeline: pp = 2, m = 8 vs 1 rank (L4 H256 A4 S128, global batch 16). Ideal 2·m/(m+p−1) = 1.78×; target ≥ 1.5×"
+PPRUN="--layers 4 --hidden 256 --heads 4 --seq 128 --micro-batch 2 --global-batch 16 --steps 12 --eval-windows 0 --progress none"
+PPDIR=$(mktemp -d)
+one=$(build/shardlab train $PPRUN | sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
+for sch in 1f1b gpipe; do
+  rm -rf "$PPDIR/run"
+  two=$(bash scripts/mpirun.sh -np 2 build/shardlab train $PPRUN --pp 2 --schedule $sch --out "$PPDIR/run" |
+    sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
+  bubble=$(python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["pipeline"]; print("%.1f%% measured, %.1f%% formula" % (100 * p["bubble_measured"], 100 * p["bubble_formula"]))' "$PPDIR/run/ledger.json")
+  awk -v a="$one" -v b="$two" -v s="$sch" -v bub="$bubble" \
+    'BEGIN {printf "  %-6s 1 rank %s tokens/s, pp 2 %s tokens/s: %.2f×; bubble %s\n", s, a, b, b / a, bub}'
+done
+rm -rf "$PPDIR"
+echo
 echo "ring all-reduce vs MPI_Allreduce, 2 ranks, f32 payloads. Target ring ≥ 0.8× MPI"
 bash scripts/mpirun.sh -np 2 build/shardlab ring --sizes-mb 1,4,16,64 --repeat 5
 

@@ -27,6 +27,8 @@ struct PlanFlags {
   u64 layers = 4, hidden = 128, heads = 4, seq = 64, vocab = 256, params = 0, micro_batch = 1;
   u64 dp = 1, ranks_per_node = 0, accum = 1, tp = 1;
   bool sequence_parallel = false;
+  int pp = 1, micro_batches = 4, virtual_stages = 1;
+  std::string schedule = "1f1b";
   double momentum = 0.9, intra_gbps = 300, inter_gbps = 25, dropout = 0;
 };
 
@@ -62,6 +64,11 @@ void define(Flags& f, PlanFlags& v) {
   f.group("Tensor-parallel layout (with --tp)");
   f.add("--tp", v.tp, "tensor-parallel ranks t: model states, the C18 communication and activations per rank");
   f.flag("--sequence-parallel", v.sequence_parallel, "with --tp: LayerNorm, dropout and residual split along s too");
+  f.group("Pipeline (with --pp)");
+  f.add("--pp", v.pp, "pipeline stages p: the bubble of each schedule, the stash, point-to-point bytes; 3D with --tp/--dp");
+  f.add("--micro-batches", v.micro_batches, "micro-batches per step m");
+  f.choice("--schedule", v.schedule, {"gpipe", "1f1b", "interleaved"}, "the schedule of the stash column");
+  f.add("--virtual-stages", v.virtual_stages, "model chunks per stage (interleaved)");
   f.group("Check a run");
   f.add("--ledger", v.ledger, "RUN/ledger.json: measured vs formula, every rank (exit 1 on any difference)");
 }
@@ -134,6 +141,23 @@ void tp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   o.tp = TpRequest{v.tp, v.sequence_parallel, v.intra_gbps, v.inter_gbps};
 }
 
+// --pp and its flags (claims C20–C22, C26).
+void pp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
+  if (!f.given("--pp")) {
+    for (const char* n : {"--micro-batches", "--schedule", "--virtual-stages"})
+      if (f.given(n)) throw Fail{std::string(n) + " needs --pp p"};
+    return;
+  }
+  if (v.pp < 1 || v.pp > 64) throw Fail{"--pp expects an integer in [1, 64]"};
+  if (v.micro_batches < 1 || v.micro_batches > 4096) throw Fail{"--micro-batches expects an integer in [1, 4096]"};
+  if (v.virtual_stages < 1 || v.virtual_stages > 8) throw Fail{"--virtual-stages expects an integer in [1, 8]"};
+  if ((v.schedule == "interleaved") != (v.virtual_stages > 1))
+    throw Fail{"--schedule interleaved goes with --virtual-stages 2 or more, and only it"};
+  o.pp_given = true;
+  o.pp = PpRequest{v.pp, v.micro_batches, v.virtual_stages, v.schedule, o.tp_given ? o.tp.tp : 1,
+                   o.sharding ? o.dp.layout.dp : 1};
+}
+
 PlanRequest request(const Flags& f, const PlanFlags& v) {
   auto has = [&](const char* n) { return f.given(n); };
   PlanRequest o;
@@ -188,6 +212,7 @@ PlanRequest request(const Flags& f, const PlanFlags& v) {
     throw Fail{"sizes too large for exact 64-bit byte counts"};
   sharding_request(f, v, o);
   tp_request(f, v, o);
+  pp_request(f, v, o);
   return o;
 }
 
@@ -232,7 +257,11 @@ int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostre
                             "--intra-gbps",
                             "--inter-gbps",
                             "--tp",
-                            "--sequence-parallel"})
+                            "--sequence-parallel",
+                            "--pp",
+                            "--micro-batches",
+                            "--schedule",
+                            "--virtual-stages"})
         if (flags.given(n)) throw Fail{std::string("--ledger takes the recipe and params from the ledger; drop ") + n};
       return run_ledger(v.ledger, out, err);
     }

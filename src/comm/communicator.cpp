@@ -286,6 +286,8 @@ Communicator::Pending::~Pending() {
 }
 bool Communicator::Pending::done() const { return !op_ || op_->done(); }
 
+void Communicator::progress_all() { detail::engine_drive(); }
+
 bool Communicator::progress(Pending& p) {
   detail::engine_drive();  // every operation in flight, not only p
   return p.done();

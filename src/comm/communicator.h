@@ -160,6 +160,8 @@ class Communicator {
   Pending start_recv(T* buf, size_t n, int src, int tag);
   bool progress(Pending& p);
   void wait(Pending& p);
+  // Advances every operation in flight on this rank, of every communicator (what progress(p) does first).
+  static void progress_all();
 
   // Even split of n into size() chunks, first n % size() one larger (the all_reduce(buf, n) chunks).
   std::vector<size_t> even_counts(size_t n) const;

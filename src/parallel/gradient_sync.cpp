@@ -6,7 +6,8 @@
 //  - sharded gradients (zero2, zero3, hybrid): each unit's gradients go to a unit-sized buffer that
 //    is reduce-scattered into the owners' shards and freed, every micro-batch (C12).
 // Progress model: no communication thread. The rings advance when the engine calls progress(),
-// which it does at every unit boundary of forward and backward; MPI moves the bytes in between.
+// which it does at every unit boundary of forward and backward; MPI moves the bytes in between. The
+// same calls move a pipeline's point-to-point messages along while a stage computes.
 #include <algorithm>
 #include <cstring>
 
@@ -114,6 +115,7 @@ void DataParallel<T>::finish_unit_grads(UnitGrads& g) {
 
 template <class T>
 void DataParallel<T>::progress() {
+  Communicator::progress_all();  // whatever is in flight: rings, gathers, a pipeline's messages
   for (auto& p : bucket_pending_) shard_->progress(p);
   // Finished reductions are added to the shard in the order they started (a unit's micro-batches
   // must be summed in one fixed order), so stop at the first one still in flight.

@@ -46,13 +46,29 @@ int PipelineStage<T>::tag(bool gradient, int to_model_chunk, int micro_batch, in
 }
 
 template <class T>
-void PipelineStage<T>::receive(bool gradient, const Action& a, int m, const MicroBatchSource& source) {
+void PipelineStage<T>::post_receive(bool gradient, const Action& a, int m, const MicroBatchSource& source) {
+  auto& inbox = gradient ? gradients_in_ : activations_in_;
+  const Key key{a.micro_batch, a.chunk};
+  if (inbox.count(key)) return;
   const int k = part_.model_chunk(stage_, a.chunk), from = gradient ? k + 1 : k - 1;
   const size_t n = message_elements(a.chunk, batch(a.micro_batch, source).B);
-  Buffer<T>& b = (gradient ? gradients_in_ : activations_in_)[{a.micro_batch, a.chunk}];
-  b = Buffer<T>(ledger_, Mem::comm_buffer, n, 0, nullptr, false);
-  Communicator::Pending p = pp_->start_recv(b.data(), n, peer(from), tag(gradient, k, a.micro_batch, m));
-  pp_->wait(p);
+  Incoming& in = inbox[key];
+  in.buffer = Buffer<T>(ledger_, Mem::comm_buffer, n, 0, nullptr, false);
+  in.receiving = pp_->start_recv(in.buffer.data(), n, peer(from), tag(gradient, k, a.micro_batch, m));
+}
+
+// The receive at actions[index]: waited for here; the next one of the same kind is posted at once.
+template <class T>
+void PipelineStage<T>::receive(const StageActions& actions, size_t index, int m, const MicroBatchSource& source) {
+  const Action& a = actions[index];
+  const bool gradient = a.act == Act::recv_gradient;
+  post_receive(gradient, a, m, source);
+  pp_->wait((gradient ? gradients_in_ : activations_in_)[{a.micro_batch, a.chunk}].receiving);
+  for (size_t j = index + 1; j < actions.size(); ++j)
+    if (actions[j].act == a.act) {
+      post_receive(gradient, actions[j], m, source);
+      break;
+    }
 }
 
 template <class T>
@@ -86,12 +102,19 @@ double PipelineStage<T>::run(const StageActions& actions, DataParallel<T>& engin
   double loss = 0.0;
   measured_.clear();
   tokens_.clear();
-  for (const Action& a : actions) {
+  for (Act kind : {Act::recv_activation, Act::recv_gradient})  // the first receive of each kind, posted now
+    for (const Action& a : actions)
+      if (a.act == kind) {
+        post_receive(kind == Act::recv_gradient, a, m, source);
+        break;
+      }
+  for (size_t index = 0; index < actions.size(); ++index) {
+    const Action& a = actions[index];
     const Key key{a.micro_batch, a.chunk};
     ModelChunk<T>& chunk = *chunks_[a.chunk];
     switch (a.act) {
-      case Act::recv_activation: receive(false, a, m, source); break;
-      case Act::recv_gradient: receive(true, a, m, source); break;
+      case Act::recv_activation:
+      case Act::recv_gradient: receive(actions, index, m, source); break;
       case Act::send_activation: send(false, a, m); break;
       case Act::send_gradient: send(true, a, m); break;
       case Act::forward: {
@@ -99,7 +122,7 @@ double PipelineStage<T>::run(const StageActions& actions, DataParallel<T>& engin
         auto in = activations_in_.find(key);
         T* x_out = chunk.spec().head ? nullptr : outgoing(false, key, message_elements(a.chunk, mb.B)).buffer.data();
         const double t0 = now_us();
-        loss += chunk.forward(mb, engine, in == activations_in_.end() ? nullptr : in->second.data(), x_out);
+        loss += chunk.forward(mb, engine, in == activations_in_.end() ? nullptr : in->second.buffer.data(), x_out);
         measured_.push_back({Act::forward, a.micro_batch, a.chunk, t0, now_us()});
         if (in != activations_in_.end()) activations_in_.erase(in);  // the chunk copied it into its record
         if (!train) chunk.release(a.micro_batch);
@@ -111,7 +134,8 @@ double PipelineStage<T>::run(const StageActions& actions, DataParallel<T>& engin
         T* d_in = chunk.spec().embedding ? nullptr : outgoing(true, key, message_elements(a.chunk, mb.B)).buffer.data();
         engine.begin_backward(a.micro_batch == m - 1);  // the chunk's last backward of the step: sync starts
         const double t0 = now_us();
-        chunk.backward(a.micro_batch, engine, loss_scale, g == gradients_in_.end() ? nullptr : g->second.data(), d_in);
+        chunk.backward(a.micro_batch, engine, loss_scale, g == gradients_in_.end() ? nullptr : g->second.buffer.data(),
+                       d_in);
         measured_.push_back({Act::backward, a.micro_batch, a.chunk, t0, now_us()});
         if (g != gradients_in_.end()) gradients_in_.erase(g);
         break;

@@ -5,8 +5,11 @@
 // send/recv); every send is posted without waiting for it, so no schedule deadlocks on large messages, and
 // the buffer stays alive until the send completes. Before each backward the engine learns whether it is the
 // chunk's last one of the step (gradient synchronisation starts then, not after the last forward).
+// Each receive is posted one ahead — as soon as the previous one from the same neighbour has arrived — so a
+// message finds its receive waiting and MPI delivers it while the sending stage computes (a message that
+// arrives unannounced waits for its sender's next call into MPI).
 // With one stage and one chunk the 1F1B list is forward, backward, forward, … — the single process's loop.
-// Leaves out: overlapping a receive with compute (receives are waited for where the schedule needs them).
+// Leaves out: overlapping compute with the receive it needs (that one is waited for where the schedule says).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -54,6 +57,10 @@ class PipelineStage {
     std::vector<int32_t> inputs, targets;
     MicroBatch mb;
   };
+  struct Incoming {
+    Buffer<T> buffer;
+    Communicator::Pending receiving;
+  };
   struct Outgoing {
     Key key;
     bool gradient;
@@ -65,7 +72,8 @@ class PipelineStage {
   size_t message_elements(int chunk, int samples) const;
   int peer(int model_chunk) const { return part_.stage_of(model_chunk); }
   int tag(bool gradient, int to_model_chunk, int micro_batch, int m) const;
-  void receive(bool gradient, const Action& a, int m, const MicroBatchSource& source);
+  void post_receive(bool gradient, const Action& a, int m, const MicroBatchSource& source);
+  void receive(const StageActions& actions, size_t index, int m, const MicroBatchSource& source);
   Outgoing& outgoing(bool gradient, Key key, size_t n);
   void send(bool gradient, const Action& a, int m);
   void drop_sent();
@@ -76,7 +84,7 @@ class PipelineStage {
   Communicator* pp_;
   MemoryLedger& ledger_;
   std::map<int, Tokens> tokens_;
-  std::map<Key, Buffer<T>> activations_in_, gradients_in_;
+  std::map<Key, Incoming> activations_in_, gradients_in_;
   std::list<Outgoing> outbox_;
   std::vector<MeasuredSlot> measured_;
 };

@@ -119,9 +119,13 @@ void read_layout(const Json& j, LedgerCheck* c) {
   if (l.contains("pp_layers")) c->pp_layers = need_string(l, "pp_layers", "layout");
   if (l.contains("schedule")) c->schedule = need_string(l, "schedule", "layout");
   if (c->pp < 1 || c->pp > 4096) throw std::runtime_error("layout.pp must be in [1, 4096]");
-  if (c->world_ranks_per_node % (c->tp * c->pp) != 0 && c->pp > 1)
-    throw std::runtime_error("layout.ranks_per_node is not a multiple of layout.tp × layout.pp");
-  c->layout.ranks_per_node = c->world_ranks_per_node / (c->tp * c->pp);  // dp ranks per node
+  // Data-parallel partners are tp·pp world ranks apart: K/(tp·pp) of them share a node, or 1 when a node
+  // holds less than one pipeline replica.
+  const u64 K = c->world_ranks_per_node, replica = c->tp * c->pp;
+  if (K && K % replica != 0 && replica % K != 0)
+    throw std::runtime_error("layout.ranks_per_node " + std::to_string(K) + " neither holds whole pipeline replicas (tp × pp = " +
+                             std::to_string(replica) + ") nor divides one");
+  c->layout.ranks_per_node = K == 0 ? 0 : K >= replica ? K / replica : 1;  // dp ranks per node
   c->layout.accum = need_u64(l, "accum", "layout");
   c->steps = need_u64(l, "steps", "layout");
   c->comm_impl = need_string(l, "comm", "layout");

@@ -9,7 +9,8 @@ namespace shardlab::plan {
 
 MemoryNeed rank_memory_need(const RunShape& run) {
   using ld = long double;
-  const ld V = run.gpt.vocab, T = run.gpt.seq, C = run.gpt.hidden, L = run.gpt.layers, t = run.tp;
+  const ld V = run.gpt.vocab, T = run.gpt.seq, C = run.gpt.hidden, t = run.tp;
+  const ld L = run.pp > 1 ? ld(run.stage_blocks) : ld(run.gpt.layers);  // the blocks of the largest stage
   const ld NH = ld(run.heads) / t;                 // this rank's heads
   const ld B = run.micro_batch, N = B * T;         // tokens of one micro-batch: the rows inside the tp regions
   const ld R = run.sequence_parallel ? N / t : N;  // the residual stream's rows
@@ -34,6 +35,7 @@ MemoryNeed rank_memory_need(const RunShape& run) {
   const ld rest = 3 * R * C * w + 4 * R * ws + 3 * N * CL * w + probs + (naive ? 0 : NH * N * ws) + N * CL * w +
                   2 * N * F * w;  // LN1, resid_mid, LN2 and their statistics; Q, K, V; attention out; fc, GELU
   need.activations = full_recompute ? (L + 1) * x + std::max(rest, head_rest) : (L + 1) * x + L * rest + head_rest;
+  need.activations *= ld(std::max<std::uint64_t>(run.stash, 1));  // a pipeline stage's micro-batches in flight
   // A chunk's compute buffers (model/model_chunk.cpp), the tp regions' buffers, the f32 copies of bf16
   // weights and gradients, ZeRO-3's two gathered units, and ring buffers (≤ 1 MB per collective).
   const bool shard_params = is_sharded(run.layout.strategy, Mem::param), sp = run.sequence_parallel;

@@ -26,6 +26,9 @@ struct RunShape {
   Recompute recompute = Recompute::none;
   std::uint64_t tp = 1;  // tensor-parallel ranks: the rank holds Ψ_t and its slice of the activations
   bool sequence_parallel = false;
+  // Pipeline: the stage with the most blocks holds `stage_blocks` of them (and, at worst, the embedding and
+  // the head) and keeps up to `stash` micro-batches of activations alive (GPipe m, 1F1B ≤ p).
+  std::uint64_t pp = 1, stage_blocks = 0, stash = 1;
 };
 
 struct MemoryNeed {

@@ -190,6 +190,7 @@ void print_plan(std::ostream& out, const PlanRequest& o) {
     out << "\n";
     print_sharding(out, o.recipe, psi, o.dp, o.act, o.attention);
   }
+  if (o.pp_given) print_pipeline(out, o.pp, o.recipe, psi, o.act);
 }
 
 int run_ledger(const std::string& path, std::ostream& out, std::ostream& err) {

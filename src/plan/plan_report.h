@@ -3,8 +3,8 @@
 // (plan/sharding_report.h) when a layout is given, the tensor-parallel one with --tp; and the measured-versus-formula
 // check of a trainer's ledger.json (plan/ledger_check.h). The command's flags live in cli/plan.cpp.
 //
-// With --tp the tensor-parallel section (plan/tp_report.h) and the itemised activations of one tp rank.
-// Leaves out: PP/CP/EP layouts.
+// With --tp the tensor-parallel section (plan/tp_report.h) and the itemised activations of one tp rank;
+// with --pp the pipeline and 3D section (plan/pp_report.h). Leaves out: CP/EP layouts.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include "plan/activations.h"
 #include "plan/model_states.h"
 #include "plan/sharding_report.h"
+#include "plan/pp_report.h"
 #include "plan/tp_report.h"
 
 namespace shardlab::plan {
@@ -41,6 +42,8 @@ struct PlanRequest {
   ShardingRequest dp;
   bool tp_given = false;  // a tensor-parallel layout was given
   TpRequest tp;
+  bool pp_given = false;  // a pipeline was given
+  PpRequest pp;
   std::uint64_t psi() const { return preset_given ? preset.psi : (params ? params : gpt_param_count(gpt)); }
 };
 

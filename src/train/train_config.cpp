@@ -176,6 +176,8 @@ std::string validate_world(const TrainConfig& cfg, int world) {
     return "--ranks-per-node " + std::to_string(cfg.ranks_per_node) +
            " would split tensor-parallel partners over nodes; " + "it must be a multiple of --tp " +
            std::to_string(tp) + " (tensor parallelism stays inside a node, C19)";
+  if (cfg.fsdp == "hybrid" && pp > 1)
+    return "--fsdp hybrid shards inside a node, and pipeline stages usually span nodes: use --zero 1, 2 or 3 with --pp";
   if (cfg.fsdp == "hybrid") {
     const int k = cfg.ranks_per_node / tp;  // data-parallel ranks per node
     if (dp < 2) return "--fsdp hybrid needs at least 2 data-parallel ranks (mpirun -np 4 … --ranks-per-node 2)";
