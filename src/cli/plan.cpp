@@ -65,7 +65,8 @@ void define(Flags& f, PlanFlags& v) {
   f.add("--tp", v.tp, "tensor-parallel ranks t: model states, the C18 communication and activations per rank");
   f.flag("--sequence-parallel", v.sequence_parallel, "with --tp: LayerNorm, dropout and residual split along s too");
   f.group("Pipeline (with --pp)");
-  f.add("--pp", v.pp, "pipeline stages p: the bubble of each schedule, the stash, point-to-point bytes; 3D with --tp/--dp");
+  f.add("--pp", v.pp,
+        "pipeline stages p: the bubble of each schedule, the stash, point-to-point bytes; 3D with --tp/--dp");
   f.add("--micro-batches", v.micro_batches, "micro-batches per step m");
   f.choice("--schedule", v.schedule, {"gpipe", "1f1b", "interleaved"}, "the schedule of the stash column");
   f.add("--virtual-stages", v.virtual_stages, "model chunks per stage (interleaved)");
@@ -154,8 +155,8 @@ void pp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   if ((v.schedule == "interleaved") != (v.virtual_stages > 1))
     throw Fail{"--schedule interleaved goes with --virtual-stages 2 or more, and only it"};
   o.pp_given = true;
-  o.pp = PpRequest{v.pp, v.micro_batches, v.virtual_stages, v.schedule, o.tp_given ? o.tp.tp : 1,
-                   o.sharding ? o.dp.layout.dp : 1};
+  o.pp = PpRequest{v.pp,       v.micro_batches,          v.virtual_stages,
+                   v.schedule, o.tp_given ? o.tp.tp : 1, o.sharding ? o.dp.layout.dp : 1};
 }
 
 PlanRequest request(const Flags& f, const PlanFlags& v) {

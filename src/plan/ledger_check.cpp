@@ -123,8 +123,9 @@ void read_layout(const Json& j, LedgerCheck* c) {
   // holds less than one pipeline replica.
   const u64 K = c->world_ranks_per_node, replica = c->tp * c->pp;
   if (K && K % replica != 0 && replica % K != 0)
-    throw std::runtime_error("layout.ranks_per_node " + std::to_string(K) + " neither holds whole pipeline replicas (tp × pp = " +
-                             std::to_string(replica) + ") nor divides one");
+    throw std::runtime_error("layout.ranks_per_node " + std::to_string(K) +
+                             " neither holds whole pipeline replicas (tp × pp = " + std::to_string(replica) +
+                             ") nor divides one");
   c->layout.ranks_per_node = K == 0 ? 0 : K >= replica ? K / replica : 1;  // dp ranks per node
   c->layout.accum = need_u64(l, "accum", "layout");
   c->steps = need_u64(l, "steps", "layout");

@@ -11,7 +11,7 @@ MemoryNeed rank_memory_need(const RunShape& run) {
   using ld = long double;
   const ld V = run.gpt.vocab, T = run.gpt.seq, C = run.gpt.hidden, t = run.tp;
   const ld L = run.pp > 1 ? ld(run.stage_blocks) : ld(run.gpt.layers);  // the blocks of the largest stage
-  const ld NH = ld(run.heads) / t;                 // this rank's heads
+  const ld NH = ld(run.heads) / t;                                      // this rank's heads
   const ld B = run.micro_batch, N = B * T;         // tokens of one micro-batch: the rows inside the tp regions
   const ld R = run.sequence_parallel ? N / t : N;  // the residual stream's rows
   const ld CL = C / t, F = 4 * C / t;              // this rank's attention and MLP widths

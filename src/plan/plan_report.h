@@ -13,8 +13,8 @@
 
 #include "plan/activations.h"
 #include "plan/model_states.h"
-#include "plan/sharding_report.h"
 #include "plan/pp_report.h"
+#include "plan/sharding_report.h"
 #include "plan/tp_report.h"
 
 namespace shardlab::plan {

@@ -38,8 +38,7 @@ void print_bubbles(std::ostream& out, const PpRequest& q) {
   t.print(out);
   out << "  * = --micro-batches. As overhead over the ideal time the bubble is (p−1)/m, and (p−1)/(v·m) interleaved.\n"
       << "  stash: micro-batches whose activations stage 0 keeps at once — GPipe all m, 1F1B at most p (C21);\n"
-      << "  `shardlab schedule --pp " << p << " --micro-batches " << q.micro_batches
-      << "` draws the grid, per stage\n";
+      << "  `shardlab schedule --pp " << p << " --micro-batches " << q.micro_batches << "` draws the grid, per stage\n";
 }
 
 void print_p2p(std::ostream& out, const ActivationDims& a, int p, int v) {
@@ -64,8 +63,8 @@ void print_3d(std::ostream& out, const PpRequest& q, const Recipe& r, u64 psi) {
   const u64 share = psi / (T * P);
   const PerCategory zero1 = per_rank_model_state_bytes(r, share, z1);
   out << "  with ZeRO-1 over the " << D << " replicas: " << format_bytes(double(zero1.total()))
-      << " per GPU (the optimizer states of each slice sharded " << D << " ways: " << model_state_formula(r, Strategy::zero1)
-      << " with Ψ = Ψ_total/(T·P))\n";
+      << " per GPU (the optimizer states of each slice sharded " << D
+      << " ways: " << model_state_formula(r, Strategy::zero1) << " with Ψ = Ψ_total/(T·P))\n";
 }
 }  // namespace
 

@@ -38,19 +38,22 @@ plan::MemoryNeed memory_need(const TrainConfig& cfg, int world) {
   run.layout.dp = cfg.dp ? cfg.dp : world / std::max(1, cfg.tp * cfg.pp);
   run.tp = static_cast<uint64_t>(std::max(1, cfg.tp));
   run.sequence_parallel = cfg.sequence_parallel;
-  if (cfg.pp > 1 && pipeline_problem(cfg.model.layers, cfg.pp, cfg.virtual_stages, cfg.schedule, cfg.pp_layers).empty()) {
+  if (cfg.pp > 1 &&
+      pipeline_problem(cfg.model.layers, cfg.pp, cfg.virtual_stages, cfg.schedule, cfg.pp_layers).empty()) {
     const PipelinePartition part = partition_layers(cfg.model.layers, cfg.pp, cfg.virtual_stages, cfg.pp_layers);
     const int m = cfg.global_batch / std::max(1, int(run.layout.dp) * cfg.micro_batch);
     ScheduleKind kind = ScheduleKind::one_f_one_b;
     parse_schedule(cfg.schedule, &kind);
-    const Timeline t = simulate(make_schedule(kind, cfg.pp, std::max(m, 1), cfg.virtual_stages), cfg.virtual_stages, 1, 2);
+    const Timeline t =
+        simulate(make_schedule(kind, cfg.pp, std::max(m, 1), cfg.virtual_stages), cfg.virtual_stages, 1, 2);
     run.pp = static_cast<uint64_t>(cfg.pp);
     for (int s = 0; s < cfg.pp; ++s) {
       int blocks = 0;
       for (int c = 0; c < part.virtual_stages; ++c) blocks += part.chunk(s, c).end_block - part.chunk(s, c).first_block;
       run.stage_blocks = std::max<uint64_t>(run.stage_blocks, blocks);
     }
-    for (int x : t.stash) run.stash = std::max<uint64_t>(run.stash, (x + part.virtual_stages - 1) / part.virtual_stages);
+    for (int x : t.stash)
+      run.stash = std::max<uint64_t>(run.stash, (x + part.virtual_stages - 1) / part.virtual_stages);
   }
   run.layout.ranks_per_node = cfg.ranks_per_node / std::max(1, cfg.tp * cfg.pp);  // dp ranks per node
   run.attention = cfg.activation_policy().attention;

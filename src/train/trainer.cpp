@@ -35,16 +35,21 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
                 cfg.model.seq);
   std::string h = line;
   if (resume_step > 0) h += ", resuming after step " + std::to_string(resume_step);
+  if (cfg.tp > 1 || cfg.pp > 1) h += " (params: rank 0's part)";
   const int dp = grid.size(Axis::dp);
+  std::string axes = dp > 1
+                         ? std::string(strategy_name(strategy)) + " over " + std::to_string(dp) + " data-parallel ranks"
+                     : grid.world_size() > 1 ? "one data-parallel rank"
+                                             : "one process";
+  if (cfg.tp > 1)
+    axes += ", tensor parallel over " + std::to_string(cfg.tp) +
+            (cfg.sequence_parallel ? " with sequence parallelism" : "");
+  if (cfg.pp > 1)
+    axes += ", " + std::to_string(cfg.pp) + " pipeline stages (" + cfg.schedule +
+            (cfg.virtual_stages > 1 ? ", " + std::to_string(cfg.virtual_stages) + " chunks each" : "") + ")";
   std::snprintf(line, sizeof line, "\nlayout: %d rank%s, %s; %d micro-batch%s of %d per rank per step",
-                grid.world_size(), grid.world_size() > 1 ? "s" : "",
-                (dp > 1 ? std::string(strategy_name(strategy)) + " over " + std::to_string(dp) + " data-parallel ranks"
-                        : std::string(grid.world_size() > 1 ? "one data-parallel rank" : "one process"))
-                    .append(cfg.tp > 1 ? ", tensor parallel over " + std::to_string(cfg.tp) +
-                                             (cfg.sequence_parallel ? " with sequence parallelism" : "")
-                                       : "")
-                    .c_str(),
-                accum, accum > 1 ? "es" : "", cfg.micro_batch);
+                grid.world_size(), grid.world_size() > 1 ? "s" : "", axes.c_str(), accum, accum > 1 ? "es" : "",
+                cfg.micro_batch);
   return h + line + "\nmemory: " + memory_need_text(cfg, grid.world_size()) + ", estimated";
 }
 
