@@ -1,16 +1,36 @@
 // `shardlab trace RUN_DIR`: per rank, how much communication a traced run (--trace on) hid behind
-// compute (report/trace_summary.h).
+// compute (report/trace_summary.h); for a pipeline run, first its last step as a text grid per stage above
+// the schedule's ideal one (the pipeline section of RUN_DIR/ledger.json, report/pipeline_report.h).
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
 #include "cli/command.h"
+#include "core/paths.h"
+#include "report/pipeline_report.h"
 #include "report/trace_summary.h"
 
 namespace shardlab {
 
 int trace_command(const CommandArgs& args, const Runtime& rt) {
   std::vector<std::string> dirs;
-  Flags flags("shardlab trace", "Per rank: communication hidden behind compute vs exposed, from DIR/trace.json.");
-  flags.positional("run", dirs, "RUN_DIR: a run written with --trace on --out RUN_DIR", 1, 1);
+  Flags flags("shardlab trace",
+              "Per rank: communication hidden behind compute vs exposed, from DIR/trace.json; a pipeline run's "
+              "measured step as a grid.");
+  flags.positional("run", dirs, "RUN_DIR: a run written with --out RUN_DIR (--trace on for the summary)", 1, 1);
   if (int rc = parse_command(flags, args, rt, "shardlab trace"); rc >= 0) return rc;
-  return rt.is_root() ? print_trace_summary(dirs[0]) : 0;
+  if (!rt.is_root()) return 0;
+  const std::string ledger = dirs[0] + "/ledger.json";
+  bool pipeline = false;
+  if (input_file_problem(ledger).empty()) {
+    const nlohmann::json j = nlohmann::json::parse(read_file(ledger), nullptr, false);
+    if (j.is_object() && j.contains("pipeline") && j["pipeline"].contains("slots_ms")) {
+      std::printf("%s\n", pipeline_text(j["pipeline"]).c_str());
+      pipeline = true;
+    }
+  }
+  if (pipeline && !input_file_problem(dirs[0] + "/trace.json").empty()) return 0;  // no trace: the grid is all
+  return print_trace_summary(dirs[0]);
 }
 
 }  // namespace shardlab

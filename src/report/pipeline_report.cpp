@@ -2,6 +2,8 @@
 #include "report/pipeline_report.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace shardlab {
@@ -67,7 +69,14 @@ nlohmann::json pipeline_section(const nlohmann::json& run, const nlohmann::json&
   j["bubble_measured"] = span_us > 0 ? idle / (p * span_us) : 0.0;
   j["measured_ms"] = span_us / 1e3;
   j["busy_ms"] = busy;
-  j["stash_schedule"] = stash;  // micro-batch records alive at once, per stage (one per chunk)
+  j["stash_schedule"] = stash;                     // micro-batch records alive at once, per stage (one per chunk)
+  nlohmann::json slots = nlohmann::json::array();  // per stage: [forward?, micro-batch, chunk, start ms, end ms]
+  for (const auto& stage : measured) {
+    nlohmann::json row = nlohmann::json::array();
+    for (const Slot& x : stage) row.push_back({x.act == Act::forward ? 1 : 0, x.micro_batch, x.chunk, x.start, x.end});
+    slots.push_back(row);
+  }
+  j["slots_ms"] = slots;
   if (panels) {
     panels->push_back({"measured: step " + std::to_string(run["measured_step"].get<int>()) + ", " +
                            run["schedule"].get<std::string>() + " on " + std::to_string(p) + " stages, " +
@@ -77,6 +86,37 @@ nlohmann::json pipeline_section(const nlohmann::json& run, const nlohmann::json&
         {"the schedule's ideal: a forward costs 1, a backward 2", ideal.stages, ideal.makespan, "forward units"});
   }
   return j;
+}
+
+std::string pipeline_text(const nlohmann::json& p) {
+  const int stages = p.at("stages"), m = p.at("micro_batches"), v = p.at("virtual_stages");
+  Timeline t;
+  std::vector<double> forwards;  // a cell is the median forward
+  for (const auto& row : p.at("slots_ms")) {
+    std::vector<Slot> stage;
+    for (const auto& x : row) {
+      stage.push_back({x[0].get<int>() ? Act::forward : Act::backward, x[1].get<int>(), x[2].get<int>(),
+                       x[3].get<double>(), x[4].get<double>()});
+      t.makespan = std::max(t.makespan, stage.back().end);
+      if (stage.back().act == Act::forward) forwards.push_back(stage.back().end - stage.back().start);
+    }
+    t.stages.push_back(stage);
+  }
+  std::sort(forwards.begin(), forwards.end());
+  double unit = forwards.empty() ? 1.0 : forwards[forwards.size() / 2];
+  if (!(unit > 0) || !std::isfinite(unit)) unit = 1;
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
+  parse_schedule(p.at("schedule").get<std::string>(), &kind);
+  const Timeline ideal = simulate(make_schedule(kind, stages, m, v), v, 1, 2);
+  char head[256];
+  std::snprintf(head, sizeof head, "%s on %d stages, %d micro-batches: step %d as measured (a cell = %.2f ms)\n",
+                p.at("schedule").get<std::string>().c_str(), stages, m, p.at("measured_step").get<int>(), unit);
+  std::string o = head + schedule_grid(t, v, unit) + "the schedule's ideal (a forward costs 1, a backward 2):\n" +
+                  schedule_grid(ideal, v, 1.0 / v);
+  std::snprintf(head, sizeof head, "bubble: %.1f%% measured, %.1f%% in the schedule, %.1f%% by the formula\n",
+                100 * p.at("bubble_measured").get<double>(), 100 * p.at("bubble_schedule").get<double>(),
+                100 * p.at("bubble_formula").get<double>());
+  return o + head;
 }
 
 }  // namespace shardlab

@@ -21,5 +21,7 @@ nlohmann::json pipeline_run_json(const std::string& schedule, int stages, int mi
 // From the run-wide facts and every rank's ledger entry: the ledger's "pipeline" section and the pictures.
 nlohmann::json pipeline_section(const nlohmann::json& run, const nlohmann::json& ranks,
                                 std::vector<SchedulePanel>* panels);
+// A ledger's pipeline section as text: the measured step's grid above the schedule's, and the bubbles.
+std::string pipeline_text(const nlohmann::json& pipeline);
 
 }  // namespace shardlab
