@@ -34,15 +34,8 @@ int eval_command(const CommandArgs& args, const Runtime& rt) {
   }
   TrainConfig ck = checkpoint_config(load);
   TextData data(data_path, ck.model.seq, ck.model.vocab);
-  TrainConfig need = ck;  // what evaluation allocates: the weights and one batch of windows' activations
-  need.micro_batch = batch;
-  need.optimizer = "sgd";
-  need.momentum = 0;
-  need.zero = 0;
-  need.fsdp = "none";
-  need.dp = 1;
-  need.force_memory = force_memory;
-  if (std::string err = check_memory(need, 1, double(data.train_bytes() + data.val_bytes()), true); !err.empty())
+  if (std::string err = check_inference_memory(ck, batch, double(data.train_bytes() + data.val_bytes()), force_memory);
+      !err.empty())
     throw std::invalid_argument(err + (batch > 1 ? " (or a smaller --batch)" : ""));
   return with_checkpoint_model(ck, load, batch, [&](auto& model, const auto* params) {
     int n = data.windows(TextData::Part::whole);

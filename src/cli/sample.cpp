@@ -37,15 +37,7 @@ int sample_command(const CommandArgs& args, const Runtime& rt) {
     return 2;
   }
   TrainConfig ck = checkpoint_config(load);
-  TrainConfig need = ck;  // what sampling allocates, as eval: the weights and one window's activations
-  need.micro_batch = 1;
-  need.optimizer = "sgd";
-  need.momentum = 0;
-  need.zero = 0;
-  need.fsdp = "none";
-  need.dp = 1;
-  need.force_memory = force_memory;
-  if (std::string why = check_memory(need, 1, 0, true); !why.empty()) throw std::invalid_argument(why);
+  if (std::string why = check_inference_memory(ck, 1, 0, force_memory); !why.empty()) throw std::invalid_argument(why);
   std::vector<int32_t> text;
   for (unsigned char c : prompt) {
     if (c >= ck.model.vocab) throw std::invalid_argument("--prompt has a byte outside the model's vocabulary");

@@ -100,4 +100,21 @@ std::string check_memory(const TrainConfig& cfg, int world, double data_bytes, b
   return o.str();
 }
 
+std::string check_inference_memory(const TrainConfig& checkpoint, int batch, double data_bytes, bool force_memory) {
+  TrainConfig need = checkpoint;  // what eval and sample allocate: the weights and one batch's activations
+  need.micro_batch = batch;
+  need.global_batch = batch;
+  need.optimizer = "sgd";
+  need.momentum = 0;
+  need.zero = 0;
+  need.fsdp = "none";
+  need.dp = 1;
+  need.tp = need.pp = need.virtual_stages = 1;  // whatever layout trained it, one process holds it whole
+  need.sequence_parallel = false;
+  need.schedule = "1f1b";
+  need.pp_layers.clear();
+  need.force_memory = force_memory;
+  return check_memory(need, 1, data_bytes, true);
+}
+
 }  // namespace shardlab

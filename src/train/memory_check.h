@@ -17,6 +17,9 @@ double available_memory_bytes();
 // "" when the run fits (or --force-memory), else one sentence with both numbers and what to lower.
 // whole_model: the command holds the whole model in one process (eval, sample): no layout can help.
 std::string check_memory(const TrainConfig& cfg, int world, double data_bytes, bool whole_model = false);
+// The same for eval and sample: one process holding the checkpoint's whole model (no optimizer states,
+// no layout) and a batch of `batch` windows.
+std::string check_inference_memory(const TrainConfig& checkpoint, int batch, double data_bytes, bool force_memory);
 // "~42 MB per rank (model states 14 MB, activations 23 MB, workspace 5 MB)", for the run's header.
 std::string memory_need_text(const TrainConfig& cfg, int world);
 
