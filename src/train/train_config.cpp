@@ -11,6 +11,8 @@ namespace shardlab {
 
 namespace {
 
+std::string ranks(int n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
+
 void model_flags(Flags& f, TrainConfig& c) {
   f.group("Model");
   f.add("--layers", c.model.layers, "transformer blocks L");
@@ -153,14 +155,13 @@ std::string validate_world(const TrainConfig& cfg, int world) {
         pp == 1   ? "--tp " + std::to_string(tp)
         : tp == 1 ? "--pp " + std::to_string(pp)
                   : "tp " + std::to_string(tp) + " × pp " + std::to_string(pp) + " = " + std::to_string(others);
-    return axes + " does not divide the world of " + std::to_string(world) + " ranks (mpirun -np a multiple of " +
+    return axes + " does not divide the world of " + ranks(world) + " (mpirun -np a multiple of " +
            std::to_string(others) + ")";
   }
   const int dp = cfg.dp ? cfg.dp : world / others;
   if (dp * others != world)
     return "--dp " + std::to_string(dp) + " × tp " + std::to_string(tp) + " × pp " + std::to_string(pp) +
-           " × cp 1 × ep 1 = " + std::to_string(dp * others) + ", but the world has " + std::to_string(world) +
-           " ranks (mpirun -np " + std::to_string(dp * others) + ")";
+           " × cp 1 × ep 1 = " + std::to_string(dp * others) + ", but the world has " + ranks(world) + " (mpirun -np " + std::to_string(dp * others) + ")";
   if (cfg.global_batch % (dp * cfg.micro_batch) != 0)
     return "--global-batch " + std::to_string(cfg.global_batch) +
            " is not divisible by dp × micro-batch = " + std::to_string(dp) + " × " + std::to_string(cfg.micro_batch);

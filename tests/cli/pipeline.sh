@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Pipeline parallelism through the CLI and scripts/mpirun.sh (f64, dropout 0.1, 4 layers, 4 micro-batches of
+# one sample per step):
+#  (1) layouts: pp 2 gpipe, pp 2 1f1b, pp 2 interleaved (--virtual-stages 2), pp 4 1f1b and pp 2 with
+#      --pp-layers 1,3 reproduce the single-process loss curve BIT FOR BIT (compare --rtol 0: every schedule
+#      runs each chunk's backwards in micro-batch order, so every gradient is summed as one process sums it);
+#      pp 2 × dp 2 with --zero 1 within f64 tolerance (the dp sum adds in another order), and — the control
+#      that compare --rtol 0 can fail — not bit for bit;
+#  (2) checkpoints hold whole tensors: a pp-2 run saved at step 6 resumes at pp 1 and at pp 4 and continues
+#      the uninterrupted single process bit for bit (compare --rtol 0, steps 7..10), its loss.csv holding
+#      exactly 7..10;
+#  (3) bad input: --pp 8 with 4 layers, interleaved with layers not divisible by p·v, interleaved with m not
+#      a multiple of p (also with dp 2), --virtual-stages 2 with 1f1b, interleaved without --virtual-stages,
+#      --pp-layers 1,1 with 4 layers, dp × tp × pp ≠ world size, --pp not dividing the world (also a world of
+#      one): exit 2 within 60 s, exactly one line naming shardlab (the error, from rank 0: mpirun
+#      --tag-output says which rank wrote it), no crash dump; OpenMPI's own banner after it is expected.
+# Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
+source "$(dirname "$0")/lib.sh"
+if ! command -v mpirun >/dev/null 2>&1; then echo "FAIL - mpirun exists (no OpenMPI: make deps installs it)"; exit 1; fi
+mpi() { timeout -k 5 60 bash scripts/mpirun.sh -np "$@" </dev/null; }  # mpi N CMD...: 124/137 = hung
+
+# Constant lr after a 2-step warmup, so --steps does not change the schedule of the steps both runs have.
+R=(--layers 4 --hidden 32 --heads 2 --seq 32 --eval-windows 0 --progress none --data "$tmp/small.txt"
+   --dtype f64 --dropout 0.1 --lr-schedule constant --warmup 2 --global-batch 4 --micro-batch 1)
+
+# run NAME NP DIR FLAGS...: train on NP ranks (1: no mpirun) with --out DIR; FAIL and return 1 unless exit 0.
+run() {
+  local name=$1 np=$2 dir=$3 rc
+  shift 3
+  if [ "$np" = 1 ]; then
+    timeout -k 5 60 "$S" train "${R[@]}" "$@" --out "$dir" >"$dir.log" 2>&1 </dev/null
+  else
+    mpi "$np" "$S" train "${R[@]}" "$@" --out "$dir" >"$dir.log" 2>&1
+  fi
+  rc=$?
+  if [ "$rc" != 0 ]; then fail "$name" "exit $rc: $(last "$dir.log")"; return 1; fi
+  return 0
+}
+
+# compare_runs NAME REF RUN [--rtol X]: shardlab compare passes (steps matched by number).
+compare_runs() {
+  local name=$1 ref=$2 run=$3
+  shift 3
+  if "$S" compare "$ref" "$run" "$@" >"$run.cmp" 2>&1; then
+    ok "$name ($(grep -o 'max rel diff .*' "$run.cmp"))"
+  else
+    fail "$name" "$(grep -E 'max rel|error|FAIL' "$run.cmp" | tail -n 1)"
+  fi
+}
+
+# steps_are NAME DIR FIRST LAST: DIR/loss.csv holds exactly steps FIRST..LAST, each once, finite losses.
+steps_are() {
+  local name=$1 dir=$2 steps bad
+  steps=$(tail -n +2 "$dir/loss.csv" 2>/dev/null | cut -d, -f1 | tr '\n' ' ')
+  bad=$(awk -F, 'NR > 1 && $2 !~ /^[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?$/ { print "step " $1 ": " $2 }' "$dir/loss.csv" | head -n 2)
+  if [ "$steps" = "$(seq "$3" "$4" | tr '\n' ' ')" ] && [ -z "$bad" ]; then
+    ok "$name: loss.csv holds steps $3..$4, finite"
+  else
+    fail "$name: loss.csv holds steps $3..$4, finite" "steps: $steps; $bad"
+  fi
+}
+
+# ---------------------------------------------------------------- (1) layouts
+L=$tmp/layouts
+mkdir -p "$L"
+run "(1) 1 process, 10 steps" 1 "$L/one" --steps 10
+# The reference must have learnt something, or bit-identity would say little.
+if awk -F, 'NR == 2 { a = $2 } END { exit !(a - $2 > 0.5) }' "$L/one/loss.csv" 2>/dev/null; then
+  ok "(1) the single process's loss falls by more than 0.5 over 10 steps"
+else
+  fail "(1) the single process's loss falls by more than 0.5 over 10 steps" "$(cut -d, -f2 "$L/one/loss.csv" | tr '\n' ' ')"
+fi
+layout() {  # layout NAME NP FLAGS...: the run reproduces the single process bit for bit
+  local name=$1 np=$2
+  shift 2
+  run "(1) -np $np $*, 10 steps" "$np" "$L/$name" --steps 10 "$@" &&
+    compare_runs "(1) -np $np $* vs 1 process: bit-identical (compare --rtol 0)" "$L/one" "$L/$name" --rtol 0
+}
+layout gpipe 2 --pp 2 --schedule gpipe
+layout 1f1b 2 --pp 2 --schedule 1f1b
+layout interleaved 2 --pp 2 --schedule interleaved --virtual-stages 2
+layout pp4 4 --pp 4 --schedule 1f1b
+layout layers13 2 --pp 2 --pp-layers 1,3
+if run "(1) -np 4 --pp 2 --dp 2 --zero 1, 10 steps" 4 "$L/ppdp" --steps 10 --pp 2 --dp 2 --zero 1; then
+  compare_runs "(1) -np 4 --pp 2 --dp 2 --zero 1 vs 1 process: within f64 tolerance" "$L/one" "$L/ppdp"
+  # The control: --rtol 0 sees the dp sum's reorder noise (~1e-16), so the bit-identical checks can fail.
+  if "$S" compare "$L/one" "$L/ppdp" --rtol 0 >"$L/ppdp.cmp0" 2>&1; then
+    fail "(1) control: compare --rtol 0 tells pp 2 × dp 2 (reorder noise) from 1 process" "it passed"
+  else
+    ok "(1) control: compare --rtol 0 tells pp 2 × dp 2 (reorder noise) from 1 process ($(grep -o 'max rel diff [^;]*' "$L/ppdp.cmp0"))"
+  fi
+fi
+
+# ---------------------------------------------------------------- (2) resume across pp sizes
+K=$tmp/resume
+mkdir -p "$K"
+if run "(2) -np 2 --pp 2, 6 steps, --save" 2 "$K/pp6" --pp 2 --steps 6 --save "$K/ck_pp"; then
+  compare_runs "(2) the pp-2 run's first 6 steps vs 1 process: bit-identical" "$L/one" "$K/pp6" --rtol 0
+  if run "(2) the pp-2 checkpoint resumed on 1 process (pp 1)" 1 "$K/pp_one" --resume "$K/ck_pp" --steps 10; then
+    steps_are "(2) pp 2 -> pp 1" "$K/pp_one" 7 10
+    compare_runs "(2) pp 2 -> pp 1 vs the uninterrupted single process, steps 7..10: bit-identical" \
+      "$L/one" "$K/pp_one" --rtol 0
+  fi
+  if run "(2) the pp-2 checkpoint resumed at -np 4 --pp 4" 4 "$K/pp_four" --pp 4 --resume "$K/ck_pp" --steps 10; then
+    steps_are "(2) pp 2 -> pp 4" "$K/pp_four" 7 10
+    compare_runs "(2) pp 2 -> pp 4 vs the uninterrupted single process, steps 7..10: bit-identical" \
+      "$L/one" "$K/pp_four" --rtol 0
+  fi
+fi
+
+# ---------------------------------------------------------------- (3) bad input
+C=$tmp/bad
+mkdir -p "$C"
+# bad NAME NP PATTERN FLAGS...: exit 2, exactly one stderr/stdout line naming shardlab — the error, from
+# rank 0, matching PATTERN (extended regex) — and no crash dump. NP 0: the binary alone, without mpirun.
+bad() {
+  local name=$1 np=$2 pattern=$3 rc why=() lines
+  shift 3
+  if [ "$np" = 0 ]; then
+    timeout -k 5 60 "$S" train "${R[@]}" --steps 2 "$@" --out "$C/run" >"$C/out" 2>&1 </dev/null
+  else
+    timeout -k 5 60 bash scripts/mpirun.sh --tag-output -np "$np" "$S" train "${R[@]}" --steps 2 "$@" --out "$C/run" \
+      >"$C/out" 2>&1 </dev/null
+  fi
+  rc=$?
+  [ "$rc" = 2 ] || why+=("exit $rc, expected 2$([ "$rc" = 124 ] || [ "$rc" = 137 ] && echo ': no exit within 60 s')")
+  lines=$(grep 'shardlab' "$C/out")
+  if [ "$(grep -c 'shardlab' "$C/out")" != 1 ]; then
+    why+=("$(grep -c 'shardlab' "$C/out") lines name shardlab, expected 1: $(echo "$lines" | head -n 4 | tr '\n' '|')")
+  else
+    grep -q 'error' <<<"$lines" || why+=("the line is no error: '$lines'")
+    grep -Eq -- "$pattern" <<<"$lines" || why+=("error does not match /$pattern/: '$lines'")
+    if [ "$np" != 0 ] && ! grep -q '^\[[0-9]*,0\]<stderr>:shardlab train: error' <<<"$lines"; then
+      why+=("not rank 0's stderr: '$lines'")
+    fi
+  fi
+  if grep -Eiq 'MPI_ABORT|segmentation|core dumped|terminate called' "$C/out"; then
+    why+=("crash dump: $(grep -Eih 'MPI_ABORT|segmentation|core dumped|terminate called' "$C/out" | head -n 2 | tr '\n' '|')")
+  fi
+  local where="-np $np"
+  [ "$np" = 0 ] && where="no mpirun"
+  if [ ${#why[@]} = 0 ]; then
+    ok "(3) $name ($where $*): exit 2, one error from rank 0: '$(sed 's/^\[[0-9,]*\]<stderr>://' <<<"$lines" | cut -c1-90)'"
+  else
+    fail "(3) $name ($where $*)" "$(printf '%s; ' "${why[@]}" | sed 's/; $//')"
+  fi
+}
+bad "--pp 8 with 4 layers" 2 'pp 8 .*4 layers' --pp 8
+bad "--pp 8 with 4 layers" 0 'pp 8 .*4 layers' --pp 8
+bad "interleaved, layers not divisible by p·v" 2 'divisible by pp × virtual-stages = 4 \(the model has 6\)' \
+  --pp 2 --schedule interleaved --virtual-stages 2 --layers 6
+bad "interleaved, m not a multiple of p" 2 '3 micro-batches per step .* not a multiple of --pp 2' \
+  --pp 2 --schedule interleaved --virtual-stages 2 --global-batch 3
+bad "interleaved, m not a multiple of p" 4 '3 micro-batches per step .* not a multiple of --pp 2' \
+  --pp 2 --dp 2 --schedule interleaved --virtual-stages 2 --global-batch 6
+bad "--virtual-stages 2 with 1f1b" 2 'virtual-stages 2 needs --schedule interleaved' --pp 2 --virtual-stages 2
+bad "interleaved without --virtual-stages" 2 'add --virtual-stages 2' --pp 2 --schedule interleaved
+bad "--pp-layers 1,1 with 4 layers" 2 'pp-layers 1,1 .*--layers 4' --pp 2 --pp-layers 1,1
+bad "dp × tp × pp ≠ world" 4 'pp 2 .* = 2, but the world has 4 ranks' --pp 2 --dp 1
+bad "dp × tp × pp ≠ world" 2 'pp 2 .* = 4, but the world has 2 ranks' --pp 2 --dp 2
+bad "--pp not dividing the world" 4 'pp 3 does not divide the world of 4' --pp 3 --layers 6
+bad "--pp not dividing the world" 0 'pp 2 does not divide the world of 1' --pp 2
+# The control: the same base flags with a valid pipeline layout train.
+if mpi 2 "$S" train "${R[@]}" --steps 2 --pp 2 --schedule interleaved --virtual-stages 2 --out "$C/control" \
+  >"$C/control.log" 2>&1; then
+  ok "(3) control: -np 2 --pp 2 --schedule interleaved --virtual-stages 2 on the same flags trains"
+else
+  fail "(3) control: -np 2 --pp 2 --schedule interleaved --virtual-stages 2 on the same flags trains" \
+    "exit $?: $(last "$C/control.log")"
+fi
+
+[ "$fails" = 0 ]
