@@ -161,7 +161,8 @@ std::string validate_world(const TrainConfig& cfg, int world) {
   const int dp = cfg.dp ? cfg.dp : world / others;
   if (dp * others != world)
     return "--dp " + std::to_string(dp) + " × tp " + std::to_string(tp) + " × pp " + std::to_string(pp) +
-           " × cp 1 × ep 1 = " + std::to_string(dp * others) + ", but the world has " + ranks(world) + " (mpirun -np " + std::to_string(dp * others) + ")";
+           " × cp 1 × ep 1 = " + std::to_string(dp * others) + ", but the world has " + ranks(world) + " (mpirun -np " +
+           std::to_string(dp * others) + ")";
   if (cfg.global_batch % (dp * cfg.micro_batch) != 0)
     return "--global-batch " + std::to_string(cfg.global_batch) +
            " is not divisible by dp × micro-batch = " + std::to_string(dp) + " × " + std::to_string(cfg.micro_batch);
