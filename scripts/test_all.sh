@@ -16,7 +16,7 @@ suite "unit tests" build/unit_tests
 for t in tests/cli/*.sh; do
   [ "$(basename "$t")" = lib.sh ] || suite "cli $(basename "$t" .sh)" bash "$t"
 done
-suite "mpi tests (np 1, 2, 3, 4)" bash scripts/mpi_tests.sh build/mpi_tests
+suite "mpi tests (no mpirun; np 1, 2, 3, 4, 8)" bash scripts/mpi_tests.sh build/mpi_tests
 suite "lessons" bash scripts/run_lessons.sh
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -106,10 +106,11 @@ fi
 # ---------------------------------------------------------------- make run's layout
 cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it follows OMP_NUM_THREADS, which is 1 here
 want=$(n=$cores; while [ $((32 % n)) -ne 0 ]; do n=$((n - 1)); done; echo $n)
-if make -n run 2>/dev/null | grep -q "mpirun.sh -np $want build/shardlab train --micro-batch \$((32 / $want))"; then
+make -n run >"$tmp/make_run" 2>/dev/null  # into a file: grep -q would close the pipe on make (pipefail)
+if grep -q "mpirun.sh -np $want build/shardlab train --micro-batch \$((32 / $want))" "$tmp/make_run"; then
   ok "make run trains data parallel on $want ranks ($cores cores; a divisor of the global batch 32)"
 else
-  fail "make run trains data parallel on every core" "$(make -n run 2>&1 | grep -m1 train)"
+  fail "make run trains data parallel on every core" "$(grep -m1 train "$tmp/make_run")"
 fi
 
 [ "$fails" = 0 ]

@@ -308,7 +308,7 @@ timed_refusal "(7) ring --elements 1e12: refused with both numbers" 2 "$ring_re"
 timed_refusal "(7) ring --elements 5e11 --dtype f64: refused with both numbers" 2 "$ring_re" "$S" ring --elements 5e11 --dtype f64
 mpi_refused "(7) ring --elements 1e12 under mpirun -np 2: refused once" 2 "$ring_re" "$W/ck" -- "$S" ring --elements 1e12
 for c in eval bench sample; do
-  "$S" $c --help 2>&1 | grep -q -- '--force-memory' && ok "(7) $c has --force-memory" || fail "(7) $c has --force-memory" "not in $c --help"
+  "$S" $c --help >"$tmp/help_$c" 2>&1; grep -q -- '--force-memory' "$tmp/help_$c" && ok "(7) $c has --force-memory" || fail "(7) $c has --force-memory" "not in $c --help"
 done
 if truncate -s 1T "$tmp/terabyte.txt" 2>/dev/null; then  # sparse: no disk used
   mem_re="terabyte.txt' has 1099511627776 bytes, but only [0-9]+ bytes of memory are available"
