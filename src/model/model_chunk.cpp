@@ -4,11 +4,11 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/flops.h"
 #include "model/cross_entropy.h"
 #include "model/embedding.h"
-#include "model/flash_attention.h"
 #include "model/layernorm.h"
 #include "model/linear.h"
 
@@ -24,7 +24,8 @@ struct ModelChunk<T>::Records {
 
 template <class T>
 ModelChunk<T>::ModelChunk(const GPTConfig& cfg, const ParamLayout& layout, ChunkSpec spec, int capacity,
-                          ActivationPolicy policy, MemoryLedger& ledger, RegionHooks<T>* hooks, ModelSlice slice)
+                          ActivationPolicy policy, MemoryLedger& ledger, RegionHooks<T>* hooks, ModelSlice slice,
+                          std::shared_ptr<ChunkWorkspace<T>> workspace)
     : cfg_(cfg),
       layout_(layout),
       spec_(spec),
@@ -32,39 +33,13 @@ ModelChunk<T>::ModelChunk(const GPTConfig& cfg, const ParamLayout& layout, Chunk
       policy_(policy),
       ledger_(ledger),
       hooks_(hooks ? hooks : &identity_),
-      slice_(slice) {
+      slice_(slice),
+      workspace_(std::move(workspace)) {
   if (spec.end_block <= spec.first_block) throw std::invalid_argument("a model chunk holds at least one block");
   const BlockDims d = dims(capacity, 0);
-  const size_t R = d.rows(), N = d.region_rows(), C = d.C, CL = d.CL(), F = d.F, T2 = size_t(d.T) * d.T;
-  const bool naive = policy.attention == AttentionKernel::naive, bf16 = policy.bf16;
-  auto buffer = [&](size_t n) -> T* {
-    if (n == 0) return nullptr;
-    workspace_.emplace_back(ledger, Mem::workspace, n);
-    return workspace_.back().data();
-  };
-  ws_.d_res = buffer(R * C);
-  ws_.d_tmp = buffer(R * C);
-  ws_.d_ln = buffer(N * C);
-  ws_.d_qkv = buffer(N * 3 * CL);
-  ws_.d_fc = buffer(N * F);
-  ws_.d_gelu = buffer(N * F);
-  ws_.attention = buffer(naive ? 2 * T2 : flash_scratch_elements());
-  if (naive && (policy.recompute == Recompute::selective || bf16)) ws_.probs = buffer(size_t(d.B) * d.NH * T2);
-  if (policy.recompute == Recompute::full) ws_.discard = buffer(R * C);
-  if (N != R) {
-    ws_.full_a = buffer(N * C);
-    ws_.full_b = buffer(N * C);
-  }
-  if (bf16) {
-    ws_.x = buffer(R * C);
-    ws_.ln1 = buffer(R * C);
-    ws_.resid_mid = buffer(R * C);
-    ws_.ln2 = buffer(R * C);
-    ws_.qkv = buffer(N * 3 * CL);
-    ws_.atty = buffer(N * CL);
-    ws_.fc = buffer(N * F);
-    ws_.gelu = buffer(N * F);
-  }
+  if (!workspace_) workspace_ = std::make_shared<ChunkWorkspace<T>>(d, policy, ledger);
+  if (!workspace_->fits(d, policy)) throw std::logic_error("a model chunk given a workspace sized for other blocks");
+  ws_ = workspace_->scratch();
 }
 
 template <class T>

@@ -6,7 +6,8 @@
 // micro-batch's id), allocated as its forward reaches each block and released after its backward — so a
 // schedule that stashes m micro-batches shows m records in the memory ledger.
 // Weights and gradients belong to the caller and are reached unit by unit through UnitAccess; the
-// chunk owns only records and one workspace (booked as workspace), shared by all micro-batches.
+// chunk owns only records and its workspace (chunk_workspace.h), shared by all micro-batches — and by
+// the other chunks of an interleaved pipeline stage.
 // Leaves out: communication between chunks (the pipeline executor moves x_out/d_in between stages).
 #pragma once
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "core/ledger.h"
 #include "model/activation_record.h"
 #include "model/block.h"
+#include "model/chunk_workspace.h"
 #include "model/config.h"
 #include "model/param_layout.h"
 #include "model/unit_access.h"
@@ -43,9 +45,11 @@ struct MicroBatch {
 template <class T>
 class ModelChunk {
  public:
-  // capacity: the largest micro-batch; hooks: the tensor-parallel seams (null: identity).
+  // capacity: the largest micro-batch; hooks: the tensor-parallel seams (null: identity); workspace: the
+  // scratch of another chunk that never runs at the same time as this one (null: a workspace of its own).
   ModelChunk(const GPTConfig& cfg, const ParamLayout& layout, ChunkSpec spec, int capacity, ActivationPolicy policy,
-             MemoryLedger& ledger, RegionHooks<T>* hooks = nullptr, ModelSlice slice = {});
+             MemoryLedger& ledger, RegionHooks<T>* hooks = nullptr, ModelSlice slice = {},
+             std::shared_ptr<ChunkWorkspace<T>> workspace = nullptr);
   ~ModelChunk();
 
   // Forward of one micro-batch. No embedding: x_in (B, T_local, C) is the previous chunk's output. No
@@ -64,6 +68,7 @@ class ModelChunk {
   int in_flight() const { return static_cast<int>(records_.size()); }
   const ChunkSpec& spec() const { return spec_; }
   const ParamLayout& layout() const { return layout_; }
+  const std::shared_ptr<ChunkWorkspace<T>>& workspace() const { return workspace_; }
   BlockDims dims(int B, int layer) const;  // this rank's dimensions of a block for a micro-batch of B
 
  private:
@@ -78,8 +83,8 @@ class ModelChunk {
   RegionHooks<T> identity_;
   RegionHooks<T>* hooks_;
   ModelSlice slice_;
-  std::vector<Buffer<T>> workspace_;
-  BlockScratch<T> ws_{};
+  std::shared_ptr<ChunkWorkspace<T>> workspace_;
+  BlockScratch<T> ws_{};  // workspace_'s pointers
   std::map<int, std::unique_ptr<Records>> records_;
 };
 

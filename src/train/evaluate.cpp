@@ -31,15 +31,23 @@ double evaluate_pipeline(PipelineStage<T>& stage, DataParallel<T>& engine, const
   int n = data.windows(TextData::Part::validation);
   if (max_windows > 0) n = std::min(n, max_windows);
   const int batches = (n + capacity - 1) / capacity, Tn = static_cast<int>(data.seq());
-  auto source = [&](int i, std::vector<int32_t>& in, std::vector<int32_t>& tg) {
-    const int first = i * capacity, count = std::min(capacity, n - first);
-    in.resize(size_t(count) * Tn);
-    tg.resize(in.size());
-    data.window_batch(TextData::Part::validation, first, count, in.data(), tg.data());
-    return MicroBatch{i, count, in.data(), tg.data(), {}, false};
-  };
-  const auto actions = forward_only_schedule(part.stages, batches, part.virtual_stages);
-  const double local = stage.run(actions[stage.stage()], engine, batches, T(1), source, false);
+  // In passes: a message's tag names its micro-batch among 2·p·v·m (pipeline.cpp), so one pass runs at most
+  // as many micro-batches as the tags can tell apart — and holds only that pass's windows.
+  const int chunks = part.stages * part.virtual_stages;
+  const int per_pass = std::max(1, (Communicator::kMaxUserTag + 1) / (2 * chunks));
+  double local = 0.0;
+  for (int first_batch = 0; first_batch < batches; first_batch += per_pass) {
+    const int m = std::min(per_pass, batches - first_batch);
+    auto source = [&](int i, std::vector<int32_t>& in, std::vector<int32_t>& tg) {
+      const int first = (first_batch + i) * capacity, count = std::min(capacity, n - first);
+      in.resize(size_t(count) * Tn);
+      tg.resize(in.size());
+      data.window_batch(TextData::Part::validation, first, count, in.data(), tg.data());
+      return MicroBatch{i, count, in.data(), tg.data(), {}, false};
+    };
+    const auto actions = forward_only_schedule(part.stages, m, part.virtual_stages);
+    local += stage.run(actions[stage.stage()], engine, m, T(1), source, false);
+  }
   return engine.sum_over_stages(engine.sum_over_slices(local)) / (double(n) * Tn);
 }
 

@@ -73,8 +73,10 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
   std::vector<std::unique_ptr<ModelChunk<T>>> chunks;
   std::vector<ModelChunk<T>*> chunk_ptrs;
   for (int c = 0; c < part.virtual_stages; ++c) {
+    // The v chunks of an interleaved stage never run at once: they share the first one's workspace.
     chunks.push_back(std::make_unique<ModelChunk<T>>(cfg.model, layout, part.chunk(stage, c), cfg.micro_batch,
-                                                     cfg.activation_policy(), ledgers.memory, regions.get(), slice));
+                                                     cfg.activation_policy(), ledgers.memory, regions.get(), slice,
+                                                     c ? chunks[0]->workspace() : nullptr));
     chunk_ptrs.push_back(chunks.back().get());
   }
   PipelineStage<T> pipeline(part, stage, chunk_ptrs, cfg.pp > 1 ? &grid.comm(Axis::pp) : nullptr, ledgers.memory);

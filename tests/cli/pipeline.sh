@@ -13,7 +13,9 @@
 #      a multiple of p (also with dp 2), --virtual-stages 2 with 1f1b, interleaved without --virtual-stages,
 #      --pp-layers 1,1 with 4 layers, dp × tp × pp ≠ world size, --pp not dividing the world (also a world of
 #      one): exit 2 within 60 s, exactly one line naming shardlab (the error, from rank 0: mpirun
-#      --tag-output says which rank wrote it), no crash dump; OpenMPI's own banner after it is expected.
+#      --tag-output says which rank wrote it), no crash dump; OpenMPI's own banner after it is expected;
+#  (4) evaluation through a pipeline of more validation micro-batches than the message tags of one pass
+#      can tell apart (11252 windows): the single process's validation loss.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 if ! command -v mpirun >/dev/null 2>&1; then echo "FAIL - mpirun exists (no OpenMPI: make deps installs it)"; exit 1; fi
@@ -167,6 +169,27 @@ if mpi 2 "$S" train "${R[@]}" --steps 2 --pp 2 --schedule interleaved --virtual-
 else
   fail "(3) control: -np 2 --pp 2 --schedule interleaved --virtual-stages 2 on the same flags trains" \
     "exit $?: $(last "$C/control.log")"
+fi
+
+# ---------------------------------------------------------------- (4) evaluation in passes
+# A message's tag tells its micro-batch apart among one pass's 2·p·v·m; evaluating more windows than that
+# runs in passes (train/evaluate.cpp) — it once aborted the job after training. The default data's 11252
+# validation windows of 16 tokens, one per micro-batch, over 4 chunks: 6 passes, one process's val_loss.
+E=$tmp/eval
+mkdir -p "$E"
+EV=(--layers 4 --hidden 32 --heads 2 --seq 16 --micro-batch 1 --global-batch 2 --steps 1 --progress none
+    --dtype f64 --eval-windows 20000)
+timeout -k 5 120 "$S" train "${EV[@]}" --out "$E/one" >"$E/one.log" 2>&1 </dev/null
+if mpi 2 "$S" train "${EV[@]}" --pp 2 --schedule interleaved --virtual-stages 2 --out "$E/pp" >"$E/pp.log" 2>&1 &&
+  [ -n "$(cut -d, -f6 "$E/one/loss.csv" | tail -n 1)" ]; then
+  a=$(cut -d, -f6 "$E/one/loss.csv" | tail -n 1) b=$(cut -d, -f6 "$E/pp/loss.csv" | tail -n 1)
+  if awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && d <= 1e-12 * a) }'; then
+    ok "(4) every validation window (11252, in 6 passes of 2048 micro-batches) through pp 2 interleaved: val_loss $b = one process's $a"
+  else
+    fail "(4) 20000 validation windows through pp 2 interleaved" "val_loss $b vs one process $a"
+  fi
+else
+  fail "(4) 20000 validation windows through pp 2 interleaved" "exit $?: $(last "$E/pp.log")"
 fi
 
 [ "$fails" = 0 ]

@@ -11,6 +11,7 @@
 //    cover the whole layout exactly once; only the last stage computes a loss;
 //  - pp 2 × dp 2 at world 4 (each dp rank its own micro-batches): the same within f64 tolerance (1e-12
 //    relative; the dp sum adds the ranks' partial gradients in another order than one process does);
+//  - the v chunks of an interleaved stage share one workspace (the ledger's workspace grows by one chunk's);
 //  - the comm ledger: the pp axis carries exactly the schedule's point-to-point messages, each one
 //    micro-batch's B·T·C elements of sizeof(double) bytes; per rank the bytes sent (= received) are
 //    m·B·T·C·8 for each chunk border the stage's chunks touch — per stage boundary m·B·T·C·8 each way
@@ -156,11 +157,19 @@ StageRun pipeline_step(const TrainConfig& cfg, const Layout& l) {
   DataParallel<double> engine(cfg, layout, grid, memory, trace);
   std::vector<std::unique_ptr<ModelChunk<double>>> chunks;
   std::vector<ModelChunk<double>*> ptrs;
+  size_t one_workspace = 0;
+  const size_t workspace_before = memory.current(Mem::workspace);
   for (int c = 0; c < part.virtual_stages; ++c) {
+    const size_t before = memory.current(Mem::workspace);
     chunks.push_back(std::make_unique<ModelChunk<double>>(cfg.model, layout, part.chunk(stage, c), cfg.micro_batch,
-                                                          cfg.activation_policy(), memory, nullptr, cfg.slice(0)));
+                                                          cfg.activation_policy(), memory, nullptr, cfg.slice(0),
+                                                          c ? chunks[0]->workspace() : nullptr));
     ptrs.push_back(chunks.back().get());
+    if (c == 0) one_workspace = memory.current(Mem::workspace) - before;
   }
+  // The v chunks of a stage share one workspace (they never run at once): v × the scratch would be waste.
+  REQUIRE(one_workspace > 0);
+  REQUIRE(memory.current(Mem::workspace) - workspace_before == one_workspace);
   PipelineStage<double> pipeline(part, stage, ptrs, cfg.pp > 1 ? &grid.comm(Axis::pp) : nullptr, memory);
 
   const int B = cfg.micro_batch, per_rank = cfg.global_batch / dp, m = per_rank / B;
