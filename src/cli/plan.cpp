@@ -27,8 +27,7 @@ struct PlanFlags {
   u64 layers = 4, hidden = 128, heads = 4, seq = 64, vocab = 256, params = 0, micro_batch = 1;
   u64 dp = 1, ranks_per_node = 0, accum = 1, tp = 1;
   bool sequence_parallel = false;
-  int pp = 1, micro_batches = 4, virtual_stages = 1;
-  std::string schedule = "1f1b";
+  int pp = 1, micro_batches = 4, virtual_stages = 2;
   double momentum = 0.9, intra_gbps = 300, inter_gbps = 25, dropout = 0;
 };
 
@@ -68,8 +67,7 @@ void define(Flags& f, PlanFlags& v) {
   f.add("--pp", v.pp,
         "pipeline stages p: the bubble of each schedule, the stash, point-to-point bytes; 3D with --tp/--dp");
   f.add("--micro-batches", v.micro_batches, "micro-batches per step m");
-  f.choice("--schedule", v.schedule, {"gpipe", "1f1b", "interleaved"}, "the schedule of the stash column");
-  f.add("--virtual-stages", v.virtual_stages, "model chunks per stage (interleaved)");
+  f.add("--virtual-stages", v.virtual_stages, "model chunks per stage v of the interleaved column");
   f.group("Check a run");
   f.add("--ledger", v.ledger, "RUN/ledger.json: measured vs formula, every rank (exit 1 on any difference)");
 }
@@ -145,18 +143,16 @@ void tp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
 // --pp and its flags (claims C20–C22, C26).
 void pp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   if (!f.given("--pp")) {
-    for (const char* n : {"--micro-batches", "--schedule", "--virtual-stages"})
+    for (const char* n : {"--micro-batches", "--virtual-stages"})
       if (f.given(n)) throw Fail{std::string(n) + " needs --pp p"};
     return;
   }
   if (v.pp < 1 || v.pp > 64) throw Fail{"--pp expects an integer in [1, 64]"};
   if (v.micro_batches < 1 || v.micro_batches > 4096) throw Fail{"--micro-batches expects an integer in [1, 4096]"};
-  if (v.virtual_stages < 1 || v.virtual_stages > 8) throw Fail{"--virtual-stages expects an integer in [1, 8]"};
-  if ((v.schedule == "interleaved") != (v.virtual_stages > 1))
-    throw Fail{"--schedule interleaved goes with --virtual-stages 2 or more, and only it"};
+  if (v.virtual_stages < 2 || v.virtual_stages > 8) throw Fail{"--virtual-stages expects an integer in [2, 8]"};
   o.pp_given = true;
-  o.pp = PpRequest{v.pp,       v.micro_batches,          v.virtual_stages,
-                   v.schedule, o.tp_given ? o.tp.tp : 1, o.sharding ? o.dp.layout.dp : 1};
+  o.pp = PpRequest{v.pp, v.micro_batches, v.virtual_stages, o.tp_given ? o.tp.tp : 1,
+                   o.sharding ? o.dp.layout.dp : 1};
 }
 
 PlanRequest request(const Flags& f, const PlanFlags& v) {
@@ -261,7 +257,6 @@ int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostre
                             "--sequence-parallel",
                             "--pp",
                             "--micro-batches",
-                            "--schedule",
                             "--virtual-stages"})
         if (flags.given(n)) throw Fail{std::string("--ledger takes the recipe and params from the ledger; drop ") + n};
       return run_ledger(v.ledger, out, err);

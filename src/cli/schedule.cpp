@@ -31,6 +31,8 @@ int schedule_command(const CommandArgs& args, const Runtime& rt) {
   ScheduleKind kind = ScheduleKind::one_f_one_b;
   parse_schedule(kind_name, &kind);
   if (!(backward > 0 && backward <= 100)) throw std::invalid_argument("--backward-cost must be in (0, 100]");
+  if (kind == ScheduleKind::interleaved && p < 2)
+    throw std::invalid_argument("--schedule interleaved needs --pp 2 or more (one stage has no neighbour)");
   if (kind == ScheduleKind::interleaved && v < 2)
     throw std::invalid_argument("--schedule interleaved needs --virtual-stages 2 or more");
   if (kind != ScheduleKind::interleaved && v > 1)
@@ -48,9 +50,9 @@ int schedule_command(const CommandArgs& args, const Runtime& rt) {
     std::fprintf(stderr, "shardlab schedule: error: the schedule is invalid: %s\n", t.problem.c_str());
     return 1;
   }
+  const std::string chunks = v > 1 ? ", " + std::to_string(v) + " model chunks per stage (a, b, …)" : "";
   std::printf("%s on %d stage%s, %d micro-batch%s%s; a forward of a stage costs 1, a backward %g\n",
-              schedule_name(kind), p, p > 1 ? "s" : "", m, m > 1 ? "es" : "",
-              v > 1 ? (", " + std::to_string(v) + " model chunks per stage (a, b, …)").c_str() : "", backward);
+              schedule_name(kind), p, p > 1 ? "s" : "", m, m > 1 ? "es" : "", chunks.c_str(), backward);
   std::printf("%s", schedule_grid(t, v, 1.0 / v).c_str());
   const double formula = bubble_formula(kind, p, m, v);
   std::printf(
@@ -65,17 +67,17 @@ int schedule_command(const CommandArgs& args, const Runtime& rt) {
         100.0 * (p - 1) / (double(v) * m), 100.0 * (p - 1) / m);
   std::printf("  stash (micro-batch records alive at once%s): stage", v > 1 ? ", one per chunk" : "");
   for (int x : t.stash) std::printf(" %d", x);
-  std::printf("%s\n", kind == ScheduleKind::gpipe ? "  — GPipe keeps all m" : "  — 1F1B keeps at most p − s");
+  std::printf("%s\n", kind == ScheduleKind::gpipe         ? "  — GPipe keeps all m"
+                     : kind == ScheduleKind::one_f_one_b ? "  — 1F1B keeps at most p − s"
+                                                         : "  — at most Megatron's warmup + 1 = 2(p − s − 1) + (v − 1)p + 1");
   std::printf(
       "  point to point: %d activations forward and %d gradients backward across each of the %d borders "
       "between model chunks per step; no collectives\n",
       m, m, p * v - 1);
   if (!svg.empty()) {
-    write_text_file_atomic(svg,
-                           schedule_svg({{std::string(schedule_name(kind)) + ", ideal: a forward costs 1, a backward " +
-                                              std::to_string(int(backward)),
-                                          t.stages, t.makespan, "forward units"}},
-                                        v));
+    char title[128];
+    std::snprintf(title, sizeof title, "%s, ideal: a forward costs 1, a backward %g", schedule_name(kind), backward);
+    write_text_file_atomic(svg, schedule_svg({{title, t.stages, t.makespan, "forward units"}}, v));
     std::printf("drew %s\n", svg.c_str());
   }
   return 0;

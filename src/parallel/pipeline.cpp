@@ -63,7 +63,9 @@ void PipelineStage<T>::receive(const StageActions& actions, size_t index, int m,
   const Action& a = actions[index];
   const bool gradient = a.act == Act::recv_gradient;
   post_receive(gradient, a, m, source);
-  pp_->wait((gradient ? gradients_in_ : activations_in_)[{a.micro_batch, a.chunk}].receiving);
+  Incoming& in = (gradient ? gradients_in_ : activations_in_)[{a.micro_batch, a.chunk}];
+  pp_->wait(in.receiving);
+  in.arrived = true;
   for (size_t j = index + 1; j < actions.size(); ++j)
     if (actions[j].act == a.act) {
       post_receive(gradient, actions[j], m, source);
@@ -120,6 +122,8 @@ double PipelineStage<T>::run(const StageActions& actions, DataParallel<T>& engin
       case Act::forward: {
         const MicroBatch& mb = batch(a.micro_batch, source);
         auto in = activations_in_.find(key);
+        if (!chunk.spec().embedding && (in == activations_in_.end() || !in->second.arrived))
+          throw std::logic_error("pipeline: a forward before its activation arrived");
         T* x_out = chunk.spec().head ? nullptr : outgoing(false, key, message_elements(a.chunk, mb.B)).buffer.data();
         const double t0 = now_us();
         loss += chunk.forward(mb, engine, in == activations_in_.end() ? nullptr : in->second.buffer.data(), x_out);
@@ -131,6 +135,8 @@ double PipelineStage<T>::run(const StageActions& actions, DataParallel<T>& engin
       case Act::backward: {
         const MicroBatch& mb = batch(a.micro_batch, source);
         auto g = gradients_in_.find(key);
+        if (!chunk.spec().head && (g == gradients_in_.end() || !g->second.arrived))
+          throw std::logic_error("pipeline: a backward before its output's gradient arrived");
         T* d_in = chunk.spec().embedding ? nullptr : outgoing(true, key, message_elements(a.chunk, mb.B)).buffer.data();
         engine.begin_backward(a.micro_batch == m - 1);  // the chunk's last backward of the step: sync starts
         const double t0 = now_us();

@@ -57,9 +57,12 @@ class PipelineStage {
     std::vector<int32_t> inputs, targets;
     MicroBatch mb;
   };
+  // In both: the Pending after the Buffer, so that it is destroyed first — it waits for the message
+  // before the buffer the message lands in (or leaves from) is freed.
   struct Incoming {
     Buffer<T> buffer;
     Communicator::Pending receiving;
+    bool arrived = false;  // the schedule's receive action has waited for it
   };
   struct Outgoing {
     Key key;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <tuple>
 
 namespace shardlab {
@@ -81,6 +82,11 @@ Compute interleaved_unit(int j, bool forward, int p, int v) {
 }  // namespace
 
 std::vector<StageActions> make_schedule(ScheduleKind kind, int p, int m, int v) {
+  if (p < 1 || m < 1 || v < 1) throw std::invalid_argument("make_schedule: p, m and v must be at least 1");
+  if (kind == ScheduleKind::interleaved ? v < 2 || m % p != 0 : v != 1)
+    throw std::invalid_argument(kind == ScheduleKind::interleaved
+                                    ? "make_schedule: interleaved needs v ≥ 2 and m a multiple of p"
+                                    : "make_schedule: gpipe and 1f1b hold one chunk per stage (v = 1)");
   std::vector<StageActions> stages;
   for (int s = 0; s < p; ++s) {
     std::vector<Compute> order;
@@ -155,7 +161,11 @@ Timeline simulate(const std::vector<StageActions>& schedule, int v, double forwa
           sent.erase(it);
         } else if (a.act == Act::send_activation || a.act == Act::send_gradient) {
           const bool act = a.act == Act::send_activation;
-          sent[std::make_tuple(act, act ? k + 1 : k - 1, a.micro_batch)] = clock[s];
+          if (!sent.emplace(std::make_tuple(act, act ? k + 1 : k - 1, a.micro_batch), clock[s]).second) {
+            t.problem = "stage " + std::to_string(s) + ": " + act_name(a.act) + " of micro-batch " +
+                        std::to_string(a.micro_batch) + " twice before it was received";
+            return t;
+          }
         } else {
           int& st = state[s][{a.micro_batch, a.chunk}];
           const bool fwd = a.act == Act::forward;
@@ -188,6 +198,8 @@ Timeline simulate(const std::vector<StageActions>& schedule, int v, double forwa
     t.problem = "a message is sent that no stage receives";
     return t;
   }
+  // Every stage ran micro-batches 0 … M−1 through each of its v chunks, forward and backward.
+  t.micro_batches = p ? static_cast<int>(state[0].size()) / std::max(v, 1) : 0;
   for (int s = 0; s < p; ++s) {
     for (const auto& [key, st] : state[s])
       if (st != 2) {
@@ -195,6 +207,18 @@ Timeline simulate(const std::vector<StageActions>& schedule, int v, double forwa
             "stage " + std::to_string(s) + ": micro-batch " + std::to_string(key.first) + " never ran its backward";
         return t;
       }
+    for (int i = 0; i < t.micro_batches; ++i)
+      for (int c = 0; c < v; ++c)
+        if (!state[s].count({i, c})) {
+          t.problem = "stage " + std::to_string(s) + " never runs micro-batch " + std::to_string(i) +
+                      (v > 1 ? " on its chunk " + std::to_string(c) : "");
+          return t;
+        }
+    if (state[s].size() != size_t(t.micro_batches) * v) {
+      t.problem = "stage " + std::to_string(s) + " runs micro-batches other than 0 … " +
+                  std::to_string(t.micro_batches - 1) + " on each chunk";
+      return t;
+    }
     t.makespan = std::max(t.makespan, clock[s]);
   }
   t.complete = true;

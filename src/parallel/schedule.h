@@ -9,7 +9,7 @@
 //                stashes at most p − s (≤ p) micro-batches, with the same bubble (p−1)/(m+p−1);
 //   interleaved  every stage holds v model chunks (Megatron's virtual pipeline); micro-batches go through
 //                in groups of p, each visiting every stage v times: bubble (p−1)/(v·m) over the ideal time,
-//                v× the point-to-point messages.
+//                p·v − 1 chunk borders to cross instead of p − 1 (a little more than v× the messages).
 // Backwards run in micro-batch order on every chunk, so each stage accumulates its gradients in the order
 // the single process does: every schedule is bit-identical to it.
 #pragma once
@@ -33,14 +33,18 @@ struct Action {
 using StageActions = std::vector<Action>;
 
 // The actions of every stage for one step of m micro-batches on p stages with v chunks per stage.
+// gpipe and 1f1b: v = 1; interleaved: v ≥ 2 and m a multiple of p (else std::invalid_argument).
 std::vector<StageActions> make_schedule(ScheduleKind kind, int p, int m, int v);
 // Forwards only (evaluation): micro-batch after micro-batch through every chunk, nothing kept for a
 // backward (any m, whatever p divides).
 std::vector<StageActions> forward_only_schedule(int p, int m, int v);
 
-// The schedule played out with a forward of one chunk taking `forward` time units and a backward
-// `backward` units, messages arriving as they are sent. Per stage: every compute action's start and end,
-// busy time, and the largest number of micro-batch records alive at once (the stash).
+// The schedule played out with a stage's forward (all its v chunks) taking `forward` time units and its
+// backward `backward` units — one chunk's forward/v and backward/v — messages arriving as they are sent.
+// Per stage: every compute action's start and end, busy time, and the largest number of activation
+// records alive at once (the stash: micro-batches, or (micro-batch, chunk) pairs when v > 1). A schedule
+// that would deadlock, sends a message twice, runs a backward before its forward, or leaves a
+// micro-batch out on some stage or chunk is not complete, and `problem` says why.
 struct Slot {
   Act act;  // forward or backward
   int micro_batch, chunk;
@@ -50,7 +54,8 @@ struct Timeline {
   std::vector<std::vector<Slot>> stages;
   double makespan = 0;
   std::vector<double> busy;        // per stage
-  std::vector<int> stash;          // per stage: micro-batches whose forward ran and backward has not
+  std::vector<int> stash;          // per stage: records whose forward ran and backward has not (peak)
+  int micro_batches = 0;           // M: every stage ran micro-batches 0 … M−1 on each of its chunks
   bool complete = false;           // every action ran (false: the schedule would deadlock)
   std::string problem;             // why not, or a broken rule (a backward before its forward, …)
   double bubble_fraction() const;  // idle / (stages · makespan)

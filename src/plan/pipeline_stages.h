@@ -8,8 +8,8 @@
 // rank with sequence parallelism), h hidden, e bytes of a communicated activation (the compute type).
 //   Ψ_stage = Σ of its units: embeddings V·C + T·C, a block 12C²/t + 7C/t + 6C, the head 2C + C·V
 //   point to point per step: every model chunk but the last sends m activations of b·s·h elements, every
-//   one but the first m gradients of the same size (C22): b·s·h·e per micro-batch per border, v× the
-//   borders when interleaved; no collectives on pp.
+//   one but the first m gradients of the same size (C22): b·s·h·e per micro-batch per border, p·v − 1
+//   borders when interleaved (p − 1 otherwise); no collectives on pp.
 #pragma once
 
 #include <cstdint>

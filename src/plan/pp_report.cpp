@@ -17,10 +17,12 @@ using u64 = std::uint64_t;
 std::string percent(double x) { return fixed(100.0L * x, 1) + "%"; }
 
 void print_bubbles(std::ostream& out, const PpRequest& q) {
-  const int p = q.pp;
+  const int p = q.pp, v = q.virtual_stages;
   out << "\nPipeline over p = " << p << " stages (claims C20, C21): the bubble, the idle share of every stage's time,\n"
       << "from each schedule played out (a backward costing two forwards) beside the formulas\n";
-  Table t({"m", "gpipe", "1f1b", "(p−1)/(m+p−1)", "interleaved v=2", "(p−1)/(2m+p−1)", "stash gpipe", "stash 1f1b"});
+  const std::string vs = std::to_string(v);
+  Table t({"m", "gpipe", "1f1b", "(p−1)/(m+p−1)", "interleaved v=" + vs, "(p−1)/(" + vs + "m+p−1)", "stash gpipe",
+           "stash 1f1b"});
   std::vector<int> ms = {1, 2, 4, 8, 16, 32};
   if (std::find(ms.begin(), ms.end(), q.micro_batches) == ms.end()) ms.push_back(q.micro_batches);
   for (int m : ms) {
@@ -28,8 +30,8 @@ void print_bubbles(std::ostream& out, const PpRequest& q) {
     const Timeline f = simulate(make_schedule(ScheduleKind::one_f_one_b, p, m, 1), 1, 1, 2);
     std::string inter = "-", inter_formula = "-";
     if (m % p == 0 && p > 1) {
-      inter = percent(simulate(make_schedule(ScheduleKind::interleaved, p, m, 2), 2, 1, 2).bubble_fraction());
-      inter_formula = percent(bubble_formula(ScheduleKind::interleaved, p, m, 2));
+      inter = percent(simulate(make_schedule(ScheduleKind::interleaved, p, m, v), v, 1, 2).bubble_fraction());
+      inter_formula = percent(bubble_formula(ScheduleKind::interleaved, p, m, v));
     }
     t.row({std::to_string(m) + (m == q.micro_batches ? " *" : ""), percent(g.bubble_fraction()),
            percent(f.bubble_fraction()), percent(bubble_formula(ScheduleKind::one_f_one_b, p, m, 1)), inter,
@@ -45,8 +47,8 @@ void print_p2p(std::ostream& out, const ActivationDims& a, int p, int v) {
   const u64 per = a.micro_batch * a.seq * a.hidden * 2;  // bf16 activations, the chapter's
   out << "\nPoint to point (claim C22): b·s·h = " << a.micro_batch << "·" << a.seq << "·" << a.hidden
       << " elements per micro-batch across each border, " << format_bytes(double(per)) << " in bf16 —\n"
-      << "  activations forward, gradients backward, no collectives; " << p * v - 1
-      << " borders per micro-batch (interleaved: v× the " << p - 1 << " of plain stages)\n";
+      << "  activations forward, gradients backward, no collectives; p − 1 = " << p - 1
+      << " borders per micro-batch, p·v − 1 = " << p * v - 1 << " interleaved with v = " << v << "\n";
 }
 
 void print_3d(std::ostream& out, const PpRequest& q, const Recipe& r, u64 psi) {

@@ -1,4 +1,4 @@
-// plan/pp_report.h — the pipeline and 3D section of `shardlab plan --pp p [--micro-batches m --schedule …]`
+// plan/pp_report.h — the pipeline and 3D section of `shardlab plan --pp p [--micro-batches m --virtual-stages v]`
 // (claims C20, C21, C22, C26): the bubble of each schedule for a range of m beside the formulas (from the
 // schedules themselves, parallel/schedule.h), the stash each keeps per stage, the point-to-point bytes per
 // micro-batch per border, and with --tp/--dp the 3D count of GPUs and model states per GPU, ZeRO-1 on top.
@@ -14,8 +14,7 @@
 namespace shardlab::plan {
 
 struct PpRequest {
-  int pp = 1, micro_batches = 4, virtual_stages = 1;
-  std::string schedule = "1f1b";
+  int pp = 1, micro_batches = 4, virtual_stages = 2;  // v: the interleaved schedule's chunks per stage
   std::uint64_t tp = 1, dp = 1;  // the other axes, for the 3D count (C26)
 };
 

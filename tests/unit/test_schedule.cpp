@@ -15,7 +15,9 @@
 //    out here, (p − 1)/(m + p − 1) and (p − 1)/(v·m + p − 1), to 1e-12, and the makespan is 3(v·m + p − 1)/v;
 //  - broken schedules are reported (complete == false with a problem): a stage whose send is moved after a
 //    later receive (a cycle), every single send dropped, every single receive dropped, a backward before
-//    its forward, a forward twice; the test's own matcher flags the dropped messages too;
+//    its forward, a forward twice, a send repeated, a micro-batch left out of every stage (simulate() counts
+//    the micro-batches each stage ran); the test's own matcher flags the dropped messages too;
+//    make_schedule refuses (p, m, v) no executor could run;
 //  - forward_only_schedule: every micro-batch's forward of every chunk once, matched messages, no deadlock in
 //    simulate() (which, modelling training steps, then objects that no backward ran).
 // The layer partition and pipeline_problem: test_pipeline_partition.cpp.
@@ -215,6 +217,7 @@ TEST_CASE("schedules: simulate() completes; stash m (GPipe), min(p − s, m) (1F
     INFO("problem: " << t.problem);
     CHECK(t.complete);
     CHECK(t.problem.empty());
+    CHECK(t.micro_batches == c.m);
     REQUIRE(t.stash.size() == size_t(c.p));
     for (int s = 0; s < c.p; ++s) {
       INFO("stage " << s << ": stash " << t.stash[s]);
@@ -321,6 +324,30 @@ TEST_CASE("schedules: a broken schedule is reported by simulate() and by the tes
     CHECK_FALSE(t.complete);
     CHECK(t.problem.find("twice") != std::string::npos);
     CHECK_FALSE(schedule_problems(st, 1, 2, 1, true).empty());
+  }
+  SECTION("a send repeated; a micro-batch left out of every stage") {
+    std::vector<StageActions> st = make_schedule(ScheduleKind::gpipe, 2, 2, 1);  // stage 0: F0 s F1 s r B0 r B1
+    REQUIRE(st[0][1].act == Act::send_activation);
+    st[0].insert(st[0].begin() + 2, st[0][1]);  // the activation of micro-batch 0 sent twice
+    Timeline t = simulate(st, 1, 1, 2);
+    CHECK_FALSE(t.complete);
+    CHECK(t.problem.find("twice") != std::string::npos);
+    // Micro-batch 0 of 3 removed from both stages, its messages too: the rest still plays through.
+    st = make_schedule(ScheduleKind::one_f_one_b, 2, 3, 1);
+    for (StageActions& a : st)
+      a.erase(std::remove_if(a.begin(), a.end(), [](const Action& x) { return x.micro_batch == 0; }), a.end());
+    t = simulate(st, 1, 1, 2);
+    INFO(t.problem);
+    CHECK_FALSE(t.complete);
+    CHECK(t.problem.find("never runs micro-batch 0") != std::string::npos);
+    // (Leaving a micro-batch out of one chunk only breaks the chain of messages: a deadlock, caught above.)
+  }
+  SECTION("make_schedule refuses what no stage could run") {
+    CHECK_THROWS_AS(make_schedule(ScheduleKind::interleaved, 2, 3, 2), std::invalid_argument);  // m % p ≠ 0
+    CHECK_THROWS_AS(make_schedule(ScheduleKind::interleaved, 2, 2, 1), std::invalid_argument);  // v < 2
+    CHECK_THROWS_AS(make_schedule(ScheduleKind::one_f_one_b, 2, 2, 2), std::invalid_argument);  // v ≠ 1
+    CHECK_THROWS_AS(make_schedule(ScheduleKind::gpipe, 2, 0, 1), std::invalid_argument);        // m < 1
+    CHECK_NOTHROW(make_schedule(ScheduleKind::interleaved, 2, 4, 3));
   }
   SECTION("backwards out of micro-batch order: simulate() is content, the bit-identity rule is not") {
     std::vector<StageActions> st = make_schedule(ScheduleKind::gpipe, 1, 2, 1);  // F0 F1 B0 B1
