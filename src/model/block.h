@@ -93,7 +93,8 @@ struct BlockScratch {
   T* d_qkv;            // (N, 3·CL)
   T *d_fc, *d_gelu;    // (N, F)
   T* attention;        // naive: 2·T·T; flash: flash_scratch_elements()
-  T* probs;            // (B, NH, T, T) when the record keeps no probabilities (selective)
+  T* probs;            // (B, NH, T, T) when the record keeps no probabilities (selective), or keeps them
+                       // as bf16 (the compute slot they are rounded from)
   T* discard;          // (R, C): where a recomputed forward puts the output nobody needs
   T *full_a, *full_b;  // (N, C): a region's gathered input / output gradient (sequence parallel)
   // bf16 records: compute slots, one per half-precision tensor (null otherwise)

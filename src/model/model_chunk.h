@@ -18,18 +18,13 @@
 #include "core/ledger.h"
 #include "model/activation_record.h"
 #include "model/block.h"
+#include "model/chunk_spec.h"
 #include "model/chunk_workspace.h"
 #include "model/config.h"
 #include "model/param_layout.h"
 #include "model/unit_access.h"
 
 namespace shardlab {
-
-struct ChunkSpec {
-  int first_block = 0, end_block = 0;  // blocks [first_block, end_block)
-  bool embedding = true, head = true;  // holds unit 0 (embeddings) / unit L+1 (final LN + head)
-  static ChunkSpec whole(const GPTConfig& cfg) { return {0, cfg.layers, true, true}; }
-};
 
 // One micro-batch as the chunk sees it. Tokens are copied at forward, so the caller's buffers may be
 // reused at once.

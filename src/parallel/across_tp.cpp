@@ -1,6 +1,6 @@
 // The data-parallel engine across tensor-parallel ranks (see data_parallel.h). Each tp rank holds a
 // slice of every block (model/param_layout.h) and the replicated tensors whole; two things then reach
-// across the tp group, always in tp rank order:
+// across the tp group, each in a fixed order (the ring's for the all-reduce, tp rank order for the norm):
 //  - with sequence parallelism each rank's replicated tensors (LayerNorms, the row-parallel biases, the
 //    embeddings and the head) saw only its positions, so their gradients are partial sums: one all-reduce
 //    over tp of all of them in this rank's range (purpose "replicated_grads") makes them whole;

@@ -55,7 +55,8 @@ class DataParallel : public UnitAccess<T> {
   void finish_gradients();  // every reduction done: this rank's range holds the global sums
   double grad_norm();       // the same value on every rank
   void optimizer_step(int64_t step, double lr, double grad_scale);
-  // Σ over the dp group, added in rank order (after sum_over_slices: the loss of every position).
+  // Σ over the dp group, added in rank order, after sum_over_slices and sum_over_stages (so: the loss of
+  // every position, from the last stage).
   double sum_over_ranks(double local);
   // With sequence parallelism each tp rank's loss covers its positions only: their Σ in tp rank order;
   // otherwise every tp rank holds the same whole value, counted once.

@@ -5,9 +5,9 @@
 // send/recv); every send is posted without waiting for it, so no schedule deadlocks on large messages, and
 // the buffer stays alive until the send completes. Before each backward the engine learns whether it is the
 // chunk's last one of the step (gradient synchronisation starts then, not after the last forward).
-// Each receive is posted one ahead — as soon as the previous one from the same neighbour has arrived — so a
-// message finds its receive waiting and MPI delivers it while the sending stage computes (a message that
-// arrives unannounced waits for its sender's next call into MPI).
+// Each receive is posted one ahead — as soon as the previous receive of the same kind (activation or
+// gradient) has arrived — so a message finds its receive waiting and MPI delivers it while the sending
+// stage computes (a message that arrives unannounced waits for its sender's next call into MPI).
 // With one stage and one chunk the 1F1B list is forward, backward, forward, … — the single process's loop.
 // Leaves out: overlapping compute with the receive it needs (that one is waited for where the schedule says).
 #pragma once

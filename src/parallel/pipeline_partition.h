@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/model_chunk.h"
+#include "model/chunk_spec.h"
 
 namespace shardlab {
 

@@ -66,8 +66,9 @@ void sequence_all_gather(Communicator& tp, const T* local, T* full, T* packed, i
 template <class T>
 void sequence_reduce_scatter(Communicator& tp, const T* full, T* local, T* packed, int B, int T_local, int C);
 
-// The block's RegionHooks for tensor parallelism, with or without sequence parallelism. One per chunk,
-// shared by its blocks; the packing scratch (B·T·C at the chunk's capacity) is booked as workspace.
+// The block's RegionHooks for tensor parallelism, with or without sequence parallelism. One per rank,
+// shared by the blocks of all its chunks (only one collective uses the packing scratch at a time); the
+// scratch (B·T·C at the micro-batch capacity) is booked as workspace.
 template <class T>
 class TensorParallelRegions : public RegionHooks<T> {
  public:

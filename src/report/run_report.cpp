@@ -8,7 +8,6 @@
 #include "io/files.h"
 #include "report/format.h"
 #include "report/pipeline_report.h"
-#include "report/schedule_svg.h"
 
 namespace shardlab {
 
@@ -37,7 +36,8 @@ std::vector<std::string> gather_strings(const std::string& mine, Communicator& w
 
 nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params,
                                  const RunLayout& layout, const MemoryLedger& memory, const CommLedger& comm,
-                                 const CommLedger& eval_comm, const CommLedger& checkpoint_comm, Communicator& world) {
+                                 const CommLedger& eval_comm, const CommLedger& checkpoint_comm, Communicator& world,
+                                 std::vector<SchedulePanel>* schedule) {
   const FlopCounter& f = flop_counter();  // FLOPs of this rank's GEMMs, by phase (core/flops.h)
   const nlohmann::json flops = {{"block_forward", f[Flop::block_forward]},
                                 {"block_backward", f[Flop::block_backward]},
@@ -99,11 +99,8 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
   j["ranks"] = nlohmann::json::array();
   for (const std::string& s : all) j["ranks"].push_back(nlohmann::json::parse(s));
   if (!layout.pipeline.is_null()) {
-    std::vector<SchedulePanel> panels;
-    j["pipeline"] = pipeline_section(layout.pipeline, j["ranks"], &panels);
+    j["pipeline"] = pipeline_section(layout.pipeline, j["ranks"], schedule);
     for (auto& r : j["ranks"]) r.erase("pipeline");  // the slots are in the picture; the section keeps the sums
-    const std::string dir = path.substr(0, path.find_last_of('/') + 1);
-    write_text_file_atomic(dir + "schedule.svg", schedule_svg(panels, layout.pipeline["virtual_stages"].get<int>()));
   }
   write_text_file_atomic(path, j.dump(1) + "\n");
   return j;
@@ -150,11 +147,12 @@ void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layou
   if (ledger.is_object() && ledger.contains("pipeline")) {
     const nlohmann::json& p = ledger["pipeline"];
     std::printf(
-        "pipeline: %s on %d stages, %d micro-batches per step: bubble %.1f%% measured (step %d), %.1f%% in the "
+        "pipeline: %s on %d stages, %d micro-batch%s per step: bubble %.1f%% measured (step %d), %.1f%% in the "
         "schedule, %.1f%% by the formula; picture: %s/schedule.svg\n",
         p["schedule"].get<std::string>().c_str(), p["stages"].get<int>(), p["micro_batches"].get<int>(),
-        100 * p["bubble_measured"].get<double>(), p["measured_step"].get<int>(),
-        100 * p["bubble_schedule"].get<double>(), 100 * p["bubble_formula"].get<double>(), cfg.out.c_str());
+        p["micro_batches"].get<int>() == 1 ? "" : "es", 100 * p["bubble_measured"].get<double>(),
+        p["measured_step"].get<int>(), 100 * p["bubble_schedule"].get<double>(),
+        100 * p["bubble_formula"].get<double>(), cfg.out.c_str());
   }
   if (layout.dp > 1 && layout.steps > 0)
     std::printf("communication (rank 0, dp axis): %s sent per step (%s intra-node, %s inter-node)\n",

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "comm/comm_ledger.h"
 #include "comm/process_grid.h"
@@ -15,6 +16,7 @@
 #include "parallel/shard_layout.h"
 #include "parallel/strategy.h"
 #include "report/progress.h"
+#include "report/schedule_svg.h"
 #include "train/train_config.h"
 
 namespace shardlab {
@@ -28,11 +30,13 @@ struct RunLayout {  // the layout facts ledger.json records and `plan --ledger` 
   nlohmann::json pipeline, pipeline_rank;
 };
 
-// Collective: gathers every rank's ledgers; rank 0 writes DIR/ledger.json (and, for a pipeline,
-// DIR/schedule.svg beside it) and returns the ledger (null on the other ranks).
+// Collective: gathers every rank's ledgers; rank 0 writes DIR/ledger.json and returns the ledger (null
+// on the other ranks). For a pipeline, rank 0 also gets the pictures of the step (measured above the
+// schedule's ideal) into *schedule, for DIR/schedule.svg.
 nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg, size_t params,
                                  const RunLayout& layout, const MemoryLedger& memory, const CommLedger& comm,
-                                 const CommLedger& eval_comm, const CommLedger& checkpoint_comm, Communicator& world);
+                                 const CommLedger& eval_comm, const CommLedger& checkpoint_comm, Communicator& world,
+                                 std::vector<SchedulePanel>* schedule);
 // Collective: gathers every rank's trace events; rank 0 writes DIR/trace.json.
 void write_trace_file(const std::string& path, const Trace& trace, Communicator& world);
 // Rank 0's closing summary.

@@ -1,7 +1,8 @@
 // A pipeline schedule as a picture — the chapter's figure (claims C20, C21): one row per stage, a box per
-// forward (blue) and backward (green; lighter shades for later chunks of an interleaved stage) with the
-// micro-batch's number in it, idle time grey. Panels stack: a run's own measured timeline above the
-// schedule's ideal one (parallel/schedule.h simulate), each on its own time axis.
+// forward (blue) and backward (green; four shades, lighter for later chunks of an interleaved stage, the
+// letter after the number telling every chunk apart) with the micro-batch's number in it, idle time grey. Panels stack:
+// a run's own measured timeline above the schedule's ideal one (parallel/schedule.h simulate), each on its own time
+// axis.
 #pragma once
 #include <string>
 #include <vector>

@@ -8,6 +8,7 @@
 #include "io/checkpoint.h"
 #include "io/files.h"
 #include "report/plot.h"
+#include "report/schedule_svg.h"
 
 namespace shardlab {
 
@@ -19,8 +20,7 @@ RunOutputs::RunOutputs(const TrainConfig& cfg, int64_t resume_step, double token
       ledgers_(ledgers),
       save_(std::move(save_checkpoint)),
       root_(world.rank() == 0),
-      progress_(root_ ? cfg.progress : "none", static_cast<int>(resume_step), cfg.steps, tokens_per_step),
-      last_loss_(NAN) {}
+      progress_(root_ ? cfg.progress : "none", static_cast<int>(resume_step), cfg.steps, tokens_per_step) {}
 
 void RunOutputs::begin(const std::string& header) {
   if (!root_) return;
@@ -62,16 +62,21 @@ void RunOutputs::finish(const RunLayout& layout, size_t params) {
   nlohmann::json ledger;
   if (!cfg_.out.empty()) {
     if (root_) write_text_file_atomic(cfg_.out + "/loss.svg", plot_runs({cfg_.out}, "loss"));
+    std::vector<SchedulePanel> schedule;
     ledger = write_ledger_file(cfg_.out + "/ledger.json", cfg_, params, layout, ledgers_.memory, ledgers_.comm,
-                               ledgers_.comm_eval, ledgers_.comm_checkpoint, world_);
+                               ledgers_.comm_eval, ledgers_.comm_checkpoint, world_, &schedule);
+    if (root_ && !schedule.empty())
+      write_text_file_atomic(cfg_.out + "/schedule.svg", schedule_svg(schedule, cfg_.virtual_stages));
     if (ledgers_.trace.enabled()) write_trace_file(cfg_.out + "/trace.json", ledgers_.trace, world_);
   }
   if (!root_) return;
   print_summary(cfg_, params, layout, ledgers_.memory, ledgers_.comm, progress_, last_loss_, last_val_, ledger);
-  if (!cfg_.out.empty())
+  if (!cfg_.out.empty()) {
+    const std::string trace =
+        ledgers_.trace.enabled() ? " and " + cfg_.out + "/trace.json (open in ui.perfetto.dev)" : "";
     std::printf("wrote %s/loss.csv, loss.svg, config.toml%s and ledger.json%s\n", cfg_.out.c_str(),
-                ledger.contains("pipeline") ? ", schedule.svg" : "",
-                ledgers_.trace.enabled() ? (" and " + cfg_.out + "/trace.json (open in ui.perfetto.dev)").c_str() : "");
+                ledger.contains("pipeline") ? ", schedule.svg" : "", trace.c_str());
+  }
   if (!cfg_.save.empty())
     std::printf("checkpoint %s/latest -> %s\n", cfg_.save.c_str(), step_dir_name(cfg_.steps).c_str());
 }

@@ -60,7 +60,7 @@ class RunOutputs {
   bool root_;
   Progress progress_;
   std::unique_ptr<LossLog> log_;
-  double last_loss_ = 0;
+  double last_loss_ = std::nan("");  // no step yet
   std::optional<double> last_val_;
 };
 

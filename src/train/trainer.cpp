@@ -28,12 +28,10 @@ namespace {
 
 std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const TextData& data, int64_t resume_step,
                        const ProcessGrid& grid, Strategy strategy, int accum) {
-  char line[512];
-  std::snprintf(line, sizeof line,
-                "training %zu params on %s (%zu train / %zu validation bytes), %d steps of %d×%d tokens",
-                layout.total(), data.path().c_str(), data.train_bytes(), data.val_bytes(), cfg.steps, cfg.global_batch,
-                cfg.model.seq);
-  std::string h = line;
+  std::string h = "training " + std::to_string(layout.total()) + " params on " + data.path() + " (" +
+                  std::to_string(data.train_bytes()) + " train / " + std::to_string(data.val_bytes()) +
+                  " validation bytes), " + std::to_string(cfg.steps) + (cfg.steps == 1 ? " step of " : " steps of ") +
+                  std::to_string(cfg.global_batch) + "×" + std::to_string(cfg.model.seq) + " tokens";
   if (resume_step > 0) h += ", resuming after step " + std::to_string(resume_step);
   if (cfg.tp > 1 || cfg.pp > 1) h += " (params: rank 0's part)";
   const int dp = grid.size(Axis::dp);
@@ -47,10 +45,10 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
   if (cfg.pp > 1)
     axes += ", " + std::to_string(cfg.pp) + " pipeline stages (" + cfg.schedule +
             (cfg.virtual_stages > 1 ? ", " + std::to_string(cfg.virtual_stages) + " chunks each" : "") + ")";
-  std::snprintf(line, sizeof line, "\nlayout: %d rank%s, %s; %d micro-batch%s of %d per rank per step",
-                grid.world_size(), grid.world_size() > 1 ? "s" : "", axes.c_str(), accum, accum > 1 ? "es" : "",
-                cfg.micro_batch);
-  return h + line + "\nmemory: " + memory_need_text(cfg, grid.world_size()) + ", estimated";
+  const int W = grid.world_size();
+  h += "\nlayout: " + std::to_string(W) + (W > 1 ? " ranks, " : " rank, ") + axes + "; " + std::to_string(accum) +
+       (accum > 1 ? " micro-batches of " : " micro-batch of ") + std::to_string(cfg.micro_batch) + " per rank per step";
+  return h + "\nmemory: " + memory_need_text(cfg, grid.world_size()) + ", estimated";
 }
 
 template <class T>
