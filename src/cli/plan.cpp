@@ -151,8 +151,7 @@ void pp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   if (v.micro_batches < 1 || v.micro_batches > 4096) throw Fail{"--micro-batches expects an integer in [1, 4096]"};
   if (v.virtual_stages < 2 || v.virtual_stages > 8) throw Fail{"--virtual-stages expects an integer in [2, 8]"};
   o.pp_given = true;
-  o.pp = PpRequest{v.pp, v.micro_batches, v.virtual_stages, o.tp_given ? o.tp.tp : 1,
-                   o.sharding ? o.dp.layout.dp : 1};
+  o.pp = PpRequest{v.pp, v.micro_batches, v.virtual_stages, o.tp_given ? o.tp.tp : 1, o.sharding ? o.dp.layout.dp : 1};
 }
 
 PlanRequest request(const Flags& f, const PlanFlags& v) {

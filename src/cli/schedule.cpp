@@ -67,9 +67,10 @@ int schedule_command(const CommandArgs& args, const Runtime& rt) {
         100.0 * (p - 1) / (double(v) * m), 100.0 * (p - 1) / m);
   std::printf("  stash (micro-batch records alive at once%s): stage", v > 1 ? ", one per chunk" : "");
   for (int x : t.stash) std::printf(" %d", x);
-  std::printf("%s\n", kind == ScheduleKind::gpipe         ? "  — GPipe keeps all m"
-                     : kind == ScheduleKind::one_f_one_b ? "  — 1F1B keeps at most p − s"
-                                                         : "  — at most Megatron's warmup + 1 = 2(p − s − 1) + (v − 1)p + 1");
+  std::printf("%s\n", kind == ScheduleKind::gpipe ? "  — GPipe keeps all m"
+                      : kind == ScheduleKind::one_f_one_b
+                          ? "  — 1F1B keeps at most p − s"
+                          : "  — at most Megatron's warmup + 1 = 2(p − s − 1) + (v − 1)p + 1");
   std::printf(
       "  point to point: %d activations forward and %d gradients backward across each of the %d borders "
       "between model chunks per step; no collectives\n",

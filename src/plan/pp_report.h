@@ -15,7 +15,7 @@ namespace shardlab::plan {
 
 struct PpRequest {
   int pp = 1, micro_batches = 4, virtual_stages = 2;  // v: the interleaved schedule's chunks per stage
-  std::uint64_t tp = 1, dp = 1;  // the other axes, for the 3D count (C26)
+  std::uint64_t tp = 1, dp = 1;                       // the other axes, for the 3D count (C26)
 };
 
 void print_pipeline(std::ostream& out, const PpRequest& q, const Recipe& recipe, std::uint64_t psi,
