@@ -23,6 +23,8 @@
 namespace shardlab {
 
 struct AttentionDims {
+  // C: the attention width of this rank's heads, NH × head size (the hidden size only without tensor
+  // parallelism; block.cpp passes BlockDims::CL()).
   int B, T, C, NH;
   int HD() const { return C / NH; }
 };
