@@ -2,11 +2,15 @@
 // dims or for a raw parameter count, with the recipe, attention kernel and data-parallel layout given
 // by flags (plan/plan_report.h prints them); `--ledger RUN/ledger.json` instead checks a run's measured
 // bytes against the formulas, every rank, to the byte (exit 1 on any difference).
+#include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <ostream>
 
 #include "cli/command.h"
+#include "parallel/pipeline_partition.h"
+#include "parallel/schedule.h"
 #include "plan/plan_report.h"
 
 namespace shardlab {
@@ -154,6 +158,13 @@ void pp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   if (v.virtual_stages < 1 || v.virtual_stages > 8) throw Fail{"--virtual-stages expects an integer in [1, 8]"};
   if ((v.schedule == "interleaved") != (v.virtual_stages > 1))
     throw Fail{"--schedule interleaved goes with --virtual-stages 2 or more, and only it"};
+  // The trainer's rules: every chunk holds whole layers, interleaved runs micro-batches in groups of p.
+  const int layers = static_cast<int>(std::min<u64>(o.act.layers, std::numeric_limits<int>::max()));
+  if (std::string why = pipeline_problem(layers, v.pp, v.virtual_stages, v.schedule, ""); !why.empty()) throw Fail{why};
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
+  parse_schedule(v.schedule, &kind);
+  if (std::string why = schedule_shape_problem(kind, v.pp, v.micro_batches, v.virtual_stages); !why.empty())
+    throw Fail{why};
   o.pp_given = true;
   o.pp = PpRequest{v.pp,       v.micro_batches,          v.virtual_stages,
                    v.schedule, o.tp_given ? o.tp.tp : 1, o.sharding ? o.dp.layout.dp : 1};
