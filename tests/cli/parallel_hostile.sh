@@ -22,7 +22,10 @@
 #      comma, 10^20, letters, too many, too few), --tp/--pp/--virtual-stages 0, --fsdp hybrid with --pp,
 #      --ranks-per-node not dividing the world; `schedule` and `plan` flag bounds (0, negative, huge,
 #      non-numeric); eval and sample of an interleaved tp 2 × pp 2 checkpoint, on 1 rank and under mpirun,
-#      and its resume onto pp 4, onto pp 2 --pp-layers 3,1 with gpipe and onto 1 process.
+#      and its resume onto pp 4, onto pp 2 --pp-layers 3,1 with gpipe and onto 1 process;
+#  (9) --config values with a comma, unquoted (pp-layers = 3,1, a data path): the reader would keep one part
+#      ('1'), so they are refused with the quoted form; quoted they run, and a --pp-layers run's config.toml
+#      trains it again bit for bit.
 # Every refusal: the expected exit code, exactly one error line (from rank 0 under mpirun: --tag-output
 # says which rank wrote it), no crash dump. Prints one `ok - ...` / `FAIL - ... (why)` line per check;
 # exits 0 iff all pass.
@@ -293,5 +296,25 @@ runs "(8) its resume onto -np 2 --pp 2 --pp-layers 3,1 --schedule gpipe" \
 runs "(8) its resume onto 1 process" "$S" train --resume "$W/ck" --steps 4 --progress none
 mpi_refused "(8) its resume with --layers 6: the model shape differs" 2 2 "model shape .* differs from the checkpoint" \
   "$S" train --resume "$W/ck" --steps 4 --pp 2 --layers 6 --progress none
+
+# ---------------------------------------------------------------- (9) comma values in --config
+printf 'pp = 2\npp-layers = 3,1\n' >"$W/c_pl.toml"
+mpi_refused "(9) --config with pp-layers = 3,1 unquoted: refused with the quoted form" 2 2 \
+  "line 2: 'pp-layers' = 3,1 would be read as several values: quote it \(pp-layers = \"3,1\"\)" \
+  "$S" train "${R[@]}" --config "$W/c_pl.toml"
+cp "$tmp/small.txt" "$W/sm,all.txt"
+printf 'data = %s\n' "$W/sm,all.txt" >"$W/c_data.toml"
+refused "(9) --config with an unquoted data path holding a comma: refused" 2 "'data' = .*sm,all.txt would be read as several values" \
+  "$S" train --config "$W/c_data.toml" --layers 1 --hidden 32 --heads 2 --seq 32 --steps 1 --progress none
+printf 'data = "%s"\n' "$W/sm,all.txt" >"$W/c_dataq.toml"
+runs "(9) ... quoted, it trains" "$S" train --config "$W/c_dataq.toml" --layers 1 --hidden 32 --heads 2 --seq 32 --steps 1 \
+  --micro-batch 2 --global-batch 2 --eval-windows 0 --progress none
+if mpi 2 "$S" train "${R[@]}" --pp 2 --pp-layers 3,1 --out "$W/pl" >"$tmp/pl.log" 2>&1 &&
+   mpi 2 "$S" train --config "$W/pl/config.toml" --out "$W/pl2" >"$tmp/pl2.log" 2>&1 &&
+   "$S" compare "$W/pl" "$W/pl2" --rtol 0 >"$tmp/pl.cmp" 2>&1; then
+  ok "(9) a --pp-layers 3,1 run's config.toml (pp-layers = \"3,1\") trains it again bit for bit"
+else
+  fail "(9) a --pp-layers run's config.toml replays" "$(last "$tmp/pl2.log") $(tail -n 1 "$tmp/pl.cmp" 2>/dev/null)"
+fi
 
 [ "$fails" = 0 ]
