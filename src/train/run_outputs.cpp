@@ -33,13 +33,12 @@ void RunOutputs::begin(const std::string& header) {
                                     ? nlohmann::json::parse(read_file(previous, size_t(16) << 20), nullptr, false)
                                     : nlohmann::json();
   const bool own = before.is_object() && before.value("run_id", "") == cfg_.run_id;
-  // Replacing another run's files (--overwrite): the ones this run may not write again go too, so the
-  // directory never pairs this run's ledger with that run's trace or pipeline picture.
+  // This run writes a new ledger.json; a trace.json or schedule.svg of before (another run replaced with
+  // --overwrite, or this run's earlier part, maybe on another layout) would no longer match it.
   std::error_code ec;
-  if (!own)
-    for (const char* f : {"/trace.json", "/schedule.svg"})
-      if (std::filesystem::is_regular_file(cfg_.out + f, ec) && !std::filesystem::is_symlink(cfg_.out + f, ec))
-        std::filesystem::remove(cfg_.out + f, ec);
+  for (const char* f : {"/trace.json", "/schedule.svg"})
+    if (std::filesystem::is_regular_file(cfg_.out + f, ec) && !std::filesystem::is_symlink(cfg_.out + f, ec))
+      std::filesystem::remove(cfg_.out + f, ec);
   nlohmann::json config = cfg_.to_json();
   config["run_id"] = cfg_.run_id;
   write_text_file_atomic(cfg_.out + "/config.json", config.dump(2) + "\n");

@@ -16,7 +16,8 @@
 #      with layers not divisible by p·v, interleaved with --micro-batches not a multiple of p: exit 2;
 #  (5) `mlp-split` on one process (t = 1): no all-reduce is needed and none is counted — exit 0;
 #  (6) schedule.svg is one of a run's outputs: a person's schedule.svg in --out is refused and kept; a run
-#      replacing another with --overwrite leaves none of that run's schedule.svg or trace.json behind;
+#      replacing another with --overwrite, or resuming its own traced pp run at pp 1 into its --out, leaves
+#      no schedule.svg or trace.json of before beside its new ledger.json;
 #  (7) --pp × --virtual-stages past 2^31 (and --pp, --tp, --dp at 2^31 − 1) refused with the true numbers;
 #  (8) already right, and tested nowhere else: malformed --pp-layers (empty item, negative, zero, trailing
 #      comma, 10^20, letters, too many, too few), --tp/--pp/--virtual-stages 0, --fsdp hybrid with --pp,
@@ -239,6 +240,17 @@ if "$S" train "${R[@]}" --out "$W/over" --overwrite >"$tmp/over.log" 2>&1; then
   refused "(6) ... so trace of it says there is no trace.json" 1 "trace.json does not exist" "$S" trace "$W/over"
 else
   fail "(6) train --overwrite over a pp run" "$(last "$tmp/over.log")"
+fi
+if mpi 2 "$S" train "${R[@]}" --pp 2 --trace on --out "$W/own" --save "$W/own_ck" >"$tmp/own.log" 2>&1 &&
+   "$S" train --resume "$W/own_ck" --steps 4 --out "$W/own" --save "$W/own_ck" --progress none >>"$tmp/own.log" 2>&1; then
+  if [ ! -e "$W/own/schedule.svg" ] && [ ! -e "$W/own/trace.json" ] &&
+     [ "$(tail -n +2 "$W/own/loss.csv" | cut -d, -f1 | tr '\n' ' ')" = "1 2 3 4 " ]; then
+    ok "(6) a traced pp 2 run resumed at pp 1 into its own --out: steps 1..4, and no schedule.svg or trace.json of its pp part"
+  else
+    fail "(6) resumed at pp 1: no stale outputs" "$(ls "$W/own" | tr '\n' ' ')"
+  fi
+else
+  fail "(6) a traced pp 2 run resumed at pp 1 into its own --out" "$(last "$tmp/own.log")"
 fi
 ln -s "$W/user/schedule.svg" "$W/linked" 2>/dev/null; mkdir -p "$W/lk" && mv "$W/linked" "$W/lk/schedule.svg"
 refused "(6) --out holding schedule.svg as a symlink: refused" 2 "holds schedule.svg, which is not a regular file" \
