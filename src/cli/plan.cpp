@@ -2,11 +2,15 @@
 // dims or for a raw parameter count, with the recipe, attention kernel and data-parallel layout given
 // by flags (plan/plan_report.h prints them); `--ledger RUN/ledger.json` instead checks a run's measured
 // bytes against the formulas, every rank, to the byte (exit 1 on any difference).
+#include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <ostream>
 
 #include "cli/command.h"
+#include "parallel/pipeline_partition.h"
+#include "parallel/schedule.h"
 #include "plan/plan_report.h"
 
 namespace shardlab {
@@ -150,8 +154,20 @@ void pp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   if (v.pp < 1 || v.pp > 64) throw Fail{"--pp expects an integer in [1, 64]"};
   if (v.micro_batches < 1 || v.micro_batches > 4096) throw Fail{"--micro-batches expects an integer in [1, 4096]"};
   if (v.virtual_stages < 2 || v.virtual_stages > 8) throw Fail{"--virtual-stages expects an integer in [2, 8]"};
+  // The trainer's rules: every stage holds whole layers; an interleaved layout asked for (--virtual-stages)
+  // needs layers divisible by p·v and m a multiple of p (by default its column shows "-" where it can't run).
+  const int layers = static_cast<int>(std::min<u64>(o.act.layers, std::numeric_limits<int>::max()));
+  if (std::string why = pipeline_problem(layers, v.pp, 1, "1f1b", ""); !why.empty()) throw Fail{why};
+  if (f.given("--virtual-stages")) {
+    if (std::string why = pipeline_problem(layers, v.pp, v.virtual_stages, "interleaved", ""); !why.empty())
+      throw Fail{why};
+    if (std::string why = schedule_shape_problem(ScheduleKind::interleaved, v.pp, v.micro_batches, v.virtual_stages);
+        !why.empty())
+      throw Fail{why};
+  }
   o.pp_given = true;
-  o.pp = PpRequest{v.pp, v.micro_batches, v.virtual_stages, o.tp_given ? o.tp.tp : 1, o.sharding ? o.dp.layout.dp : 1};
+  o.pp = PpRequest{v.pp,   v.micro_batches,          v.virtual_stages,
+                   layers, o.tp_given ? o.tp.tp : 1, o.sharding ? o.dp.layout.dp : 1};
 }
 
 PlanRequest request(const Flags& f, const PlanFlags& v) {

@@ -31,17 +31,10 @@ int schedule_command(const CommandArgs& args, const Runtime& rt) {
   ScheduleKind kind = ScheduleKind::one_f_one_b;
   parse_schedule(kind_name, &kind);
   if (!(backward > 0 && backward <= 100)) throw std::invalid_argument("--backward-cost must be in (0, 100]");
-  if (kind == ScheduleKind::interleaved && p < 2)
-    throw std::invalid_argument("--schedule interleaved needs --pp 2 or more (one stage has no neighbour)");
-  if (kind == ScheduleKind::interleaved && v < 2)
-    throw std::invalid_argument("--schedule interleaved needs --virtual-stages 2 or more");
-  if (kind != ScheduleKind::interleaved && v > 1)
-    throw std::invalid_argument("--virtual-stages needs --schedule interleaved");
-  if (kind == ScheduleKind::interleaved && m % p != 0)
-    throw std::invalid_argument("--schedule interleaved runs micro-batches in groups of --pp " + std::to_string(p) +
-                                ": --micro-batches " + std::to_string(m) + " is not a multiple of it");
+  if (std::string why = schedule_shape_problem(kind, p, m, v); !why.empty()) throw std::invalid_argument(why);
   if (!svg.empty())
-    if (std::string why = plot_output_problem(svg, {}); !why.empty()) throw std::invalid_argument("--svg: " + why);
+    if (std::string why = plot_output_problem(svg, {}, "--svg"); !why.empty())
+      throw std::invalid_argument("--svg: " + why);
   if (!rt.is_root()) return 0;
 
   const std::vector<StageActions> s = make_schedule(kind, p, m, v);
@@ -71,10 +64,14 @@ int schedule_command(const CommandArgs& args, const Runtime& rt) {
                       : kind == ScheduleKind::one_f_one_b
                           ? "  — 1F1B keeps at most p − s"
                           : "  — at most Megatron's warmup + 1 = 2(p − s − 1) + (v − 1)p + 1");
-  std::printf(
-      "  point to point: %d activations forward and %d gradients backward across each of the %d borders "
-      "between model chunks per step; no collectives\n",
-      m, m, p * v - 1);
+  const std::string borders = p * v == 2 ? "the one border" : "each of the " + std::to_string(p * v - 1) + " borders";
+  if (p * v == 1)
+    std::printf("  point to point: none (one model chunk, no borders); no collectives\n");
+  else
+    std::printf(
+        "  point to point: %d activation%s forward and %d gradient%s backward across %s between model chunks per "
+        "step; no collectives\n",
+        m, m > 1 ? "s" : "", m, m > 1 ? "s" : "", borders.c_str());
   if (!svg.empty()) {
     char title[128];
     std::snprintf(title, sizeof title, "%s, ideal: a forward costs 1, a backward %g", schedule_name(kind), backward);

@@ -1,7 +1,9 @@
 // `shardlab trace RUN_DIR`: per rank, how much communication a traced run (--trace on) hid behind
 // compute (report/trace_summary.h); for a pipeline run, first its last step as a text grid per stage above
-// the schedule's ideal one (the pipeline section of RUN_DIR/ledger.json, report/pipeline_report.h).
+// the schedule's ideal one (the pipeline section of RUN_DIR/ledger.json, report/pipeline_report.h; a section
+// no run could have written is refused, saying what is wrong).
 #include <cstdio>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -24,8 +26,14 @@ int trace_command(const CommandArgs& args, const Runtime& rt) {
   bool pipeline = false;
   if (input_file_problem(ledger).empty()) {
     const nlohmann::json j = nlohmann::json::parse(read_file(ledger), nullptr, false);
-    if (j.is_object() && j.contains("pipeline") && j["pipeline"].contains("slots_ms")) {
-      std::printf("%s\n", pipeline_text(j["pipeline"]).c_str());
+    if (j.is_object() && j.contains("pipeline")) {
+      std::string grid;
+      try {
+        grid = pipeline_text(j["pipeline"]);
+      } catch (const std::exception& e) {
+        throw std::runtime_error(ledger + " does not hold a pipeline section a run wrote: " + e.what());
+      }
+      std::printf("%s\n", grid.c_str());
       pipeline = true;
     }
   }

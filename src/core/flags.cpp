@@ -260,6 +260,10 @@ std::string config_problem(const std::string& path, const std::vector<std::strin
              " on the command line";
     const bool quoted_value = value.size() >= 2 && (value[0] == '"' || value[0] == '\'') && value.back() == value[0] &&
                               value.find(value[0], 1) == value.size() - 1;
+    // Unquoted, the reader splits a value at commas and keeps one part: pp-layers = 3,5 would come back as '5'.
+    if (!quoted_value && value.find(',') != std::string::npos && value[0] != '[')
+      return where + "'" + key + "' = " + value + " would be read as several values: quote it (" + key + " = \"" +
+             value + "\")";
     if (value.empty() || value[0] == '[' || (!quoted_value && value.find_first_of(" \t\"'") != std::string::npos))
       return where + "'" + key + "' needs exactly one value, got '" + value + "'";
     if (std::find(toggles.begin(), toggles.end(), key) != toggles.end() && value != "true" && value != "false")

@@ -1,6 +1,7 @@
 // Layers over pipeline stages and their model chunks (see pipeline_partition.h).
 #include "parallel/pipeline_partition.h"
 
+#include <cstdint>
 #include <cstdlib>
 
 namespace shardlab {
@@ -42,15 +43,18 @@ std::string pipeline_problem(int layers, int pp, int v, const std::string& sched
   const std::string P = std::to_string(pp), V = std::to_string(v), L = std::to_string(layers);
   if (pp < 1) return "--pp must be at least 1";
   if (v < 1) return "--virtual-stages must be at least 1";
+  if (schedule == "interleaved" && pp < 2)
+    return "--schedule interleaved needs --pp 2 or more (one stage has no neighbour to interleave with)";
   if (schedule == "interleaved" && v < 2)
     return "--schedule interleaved gives every stage several model chunks: add --virtual-stages 2 or more";
   if (schedule != "interleaved" && v > 1)
     return "--virtual-stages " + V + " needs --schedule interleaved (gpipe and 1f1b hold one chunk per stage)";
-  if (pp * v > layers)
-    return "--pp " + P + (v > 1 ? " × --virtual-stages " + V : "") + " = " + std::to_string(pp * v) +
+  const int64_t chunks = int64_t(pp) * v;  // in 64 bits: --pp and --virtual-stages may each be near 2^31
+  if (chunks > layers)
+    return "--pp " + P + (v > 1 ? " × --virtual-stages " + V : "") + " = " + std::to_string(chunks) +
            " model chunks, but the model has " + L + " layers (every chunk holds at least one)";
-  if (schedule == "interleaved" && layers % (pp * v) != 0)
-    return "--schedule interleaved needs --layers divisible by pp × virtual-stages = " + std::to_string(pp * v) +
+  if (schedule == "interleaved" && layers % chunks != 0)
+    return "--schedule interleaved needs --layers divisible by pp × virtual-stages = " + std::to_string(chunks) +
            " (the model has " + L + ")";
   if (!pp_layers.empty()) {
     if (v > 1) return "--pp-layers sets the layers of each stage; it does not go with --virtual-stages";
@@ -60,8 +64,9 @@ std::string pipeline_problem(int layers, int pp, int v, const std::string& sched
     int sum = 0;
     for (int x : n) sum += x;
     if (static_cast<int>(n.size()) != pp || sum != layers)
-      return "--pp-layers " + pp_layers + " gives " + std::to_string(n.size()) + " stages and " + std::to_string(sum) +
-             " layers; --pp " + P + " and --layers " + L + " need " + P + " counts adding to " + L;
+      return "--pp-layers " + pp_layers + " gives " + std::to_string(n.size()) +
+             (n.size() == 1 ? " stage" : " stages") + " and " + std::to_string(sum) + " layers; --pp " + P +
+             " and --layers " + L + " need " + P + (pp == 1 ? " count" : " counts") + " adding to " + L;
   }
   return "";
 }

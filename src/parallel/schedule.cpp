@@ -82,11 +82,8 @@ Compute interleaved_unit(int j, bool forward, int p, int v) {
 }  // namespace
 
 std::vector<StageActions> make_schedule(ScheduleKind kind, int p, int m, int v) {
-  if (p < 1 || m < 1 || v < 1) throw std::invalid_argument("make_schedule: p, m and v must be at least 1");
-  if (kind == ScheduleKind::interleaved ? v < 2 || m % p != 0 : v != 1)
-    throw std::invalid_argument(kind == ScheduleKind::interleaved
-                                    ? "make_schedule: interleaved needs v ≥ 2 and m a multiple of p"
-                                    : "make_schedule: gpipe and 1f1b hold one chunk per stage (v = 1)");
+  if (std::string why = schedule_shape_problem(kind, p, m, v); !why.empty())
+    throw std::invalid_argument("make_schedule: " + why);
   std::vector<StageActions> stages;
   for (int s = 0; s < p; ++s) {
     std::vector<Compute> order;
@@ -226,22 +223,46 @@ Timeline simulate(const std::vector<StageActions>& schedule, int v, double forwa
 }
 
 std::string schedule_grid(const Timeline& t, int v, double unit) {
-  const int cells = static_cast<int>(std::ceil(t.makespan / unit - 1e-9));
-  std::ostringstream o;
-  for (size_t s = 0; s < t.stages.size(); ++s) {
-    std::vector<std::string> row(cells, " . ");
-    for (const Slot& slot : t.stages[s]) {
+  // Each slot takes the cells its times round to, at least one, never one an earlier slot took: every
+  // forward and backward shows, even one shorter than a cell (a row then runs a few cells longer).
+  std::vector<std::vector<std::string>> rows;
+  size_t width = static_cast<size_t>(std::max(0.0, std::ceil(t.makespan / unit - 1e-9)));
+  for (const std::vector<Slot>& stage : t.stages) {
+    std::vector<Slot> slots = stage;
+    std::stable_sort(slots.begin(), slots.end(), [](const Slot& a, const Slot& b) { return a.start < b.start; });
+    std::vector<std::string> row;
+    for (const Slot& slot : slots) {
       std::string label = (slot.act == Act::forward ? "F" : "B") + std::to_string(slot.micro_batch);
       if (v > 1) label += char('a' + slot.chunk);
       label.resize(std::max<size_t>(label.size(), 3), ' ');
-      for (int c = static_cast<int>(std::floor(slot.start / unit + 1e-9)); c < std::ceil(slot.end / unit - 1e-9); ++c)
-        if (c >= 0 && c < cells) row[c] = label;
+      const size_t c0 = std::max(row.size(), static_cast<size_t>(std::max(0.0, std::round(slot.start / unit))));
+      const size_t c1 = std::max(c0 + 1, static_cast<size_t>(std::max(0.0, std::round(slot.end / unit))));
+      row.resize(c0, " . ");
+      row.resize(c1, label);
     }
+    width = std::max(width, row.size());
+    rows.push_back(row);
+  }
+  std::ostringstream o;
+  for (size_t s = 0; s < rows.size(); ++s) {
+    rows[s].resize(width, " . ");
     o << "  stage " << s << " |";
-    for (const std::string& c : row) o << c << (c.size() < 4 ? " " : "");
+    for (const std::string& c : rows[s]) o << c << (c.size() < 4 ? " " : "");
     o << "|\n";
   }
   return o.str();
+}
+
+std::string schedule_shape_problem(ScheduleKind kind, int p, int m, int v) {
+  if (p < 1 || m < 1 || v < 1) return "stages, micro-batches and virtual stages must all be at least 1";
+  if (kind == ScheduleKind::interleaved && p < 2)
+    return "--schedule interleaved needs --pp 2 or more (one stage has no neighbour to interleave with)";
+  if (kind == ScheduleKind::interleaved && v < 2) return "--schedule interleaved needs --virtual-stages 2 or more";
+  if (kind != ScheduleKind::interleaved && v > 1) return "--virtual-stages needs --schedule interleaved";
+  if (kind == ScheduleKind::interleaved && m % p != 0)
+    return "--schedule interleaved runs micro-batches in groups of --pp " + std::to_string(p) + ": --micro-batches " +
+           std::to_string(m) + " is not a multiple of it";
+  return "";
 }
 
 double bubble_formula(ScheduleKind kind, int p, int m, int v) {

@@ -18,6 +18,10 @@
 
 namespace shardlab {
 
+// The most micro-batches × stages × chunks per stage one step runs (the trainer's pipeline messages must be
+// told apart; what a ledger's pipeline section may claim).
+constexpr int kMaxPipelineSlots = 8192;
+
 enum class ScheduleKind { gpipe, one_f_one_b, interleaved };
 bool parse_schedule(const std::string& name, ScheduleKind* out);  // gpipe | 1f1b | interleaved
 const char* schedule_name(ScheduleKind k);
@@ -65,6 +69,10 @@ Timeline simulate(const std::vector<StageActions>& schedule, int v, double forwa
 // One row per stage, one cell per time unit: "F3" a forward, "B3" a backward (two cells when it costs two),
 // with the chunk as a letter (a, b, …) when v > 1, "." idle.
 std::string schedule_grid(const Timeline& t, int v, double unit);
+
+// "" if a schedule of this kind runs m micro-batches on p stages with v chunks each, else why not
+// (interleaved needs v ≥ 2 and m a multiple of p; the others one chunk per stage).
+std::string schedule_shape_problem(ScheduleKind kind, int p, int m, int v);
 
 // The chapter's formulas: (p−1)/(m+p−1) of the time idle (GPipe, 1F1B); interleaved (p−1)/(v·m) over
 // the ideal time, i.e. (p−1)/(v·m + p−1) of the time.

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "parallel/schedule.h"
 #include "plan/ledger_read.h"
 #include "plan/pipeline_stages.h"
 
@@ -119,6 +120,8 @@ void read_layout(const Json& j, LedgerCheck* c) {
   if (l.contains("pp_layers")) c->pp_layers = need_string(l, "pp_layers", "layout");
   if (l.contains("schedule")) c->schedule = need_string(l, "schedule", "layout");
   if (c->pp < 1 || c->pp > 4096) throw std::runtime_error("layout.pp must be in [1, 4096]");
+  if (c->virtual_stages < 1 || c->virtual_stages > 4096)
+    throw std::runtime_error("layout.virtual_stages must be in [1, 4096]");
   // Data-parallel partners are tp·pp world ranks apart: K/(tp·pp) of them share a node, or 1 when a node
   // holds less than one pipeline replica.
   const u64 K = c->world_ranks_per_node, replica = c->tp * c->pp;
@@ -128,6 +131,10 @@ void read_layout(const Json& j, LedgerCheck* c) {
                              ") nor divides one");
   c->layout.ranks_per_node = K == 0 ? 0 : K >= replica ? K / replica : 1;  // dp ranks per node
   c->layout.accum = need_u64(l, "accum", "layout");
+  if (c->layout.accum > u64(kMaxPipelineSlots) / (u64(c->pp) * c->virtual_stages))  // what a run can have had
+    throw std::runtime_error("layout.accum = " + std::to_string(c->layout.accum) + " micro-batches per step × pp " +
+                             std::to_string(c->pp) + " × virtual_stages " + std::to_string(c->virtual_stages) +
+                             " is more than the " + std::to_string(kMaxPipelineSlots) + " a run can have");
   c->steps = need_u64(l, "steps", "layout");
   c->comm_impl = need_string(l, "comm", "layout");
   if (c->comm_impl != "ring" && c->comm_impl != "mpi")

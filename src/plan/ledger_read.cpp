@@ -1,6 +1,10 @@
 // plan/ledger_read.cpp — reading a trainer's ledger.json (see ledger_read.h).
 #include "plan/ledger_read.h"
 
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
 namespace shardlab::plan {
 
 using u64 = std::uint64_t;
@@ -58,6 +62,18 @@ ActivationShape read_activation_shape(const Json& a) {
       throw std::runtime_error(w + ".sequence_parallel must be true or false");
     s.sequence_parallel = a.at("sequence_parallel").get<bool>();
   }
+  // A model a run could have trained: whole heads, and sizes whose byte counts stay exact in 64 bits.
+  for (const auto& [name, x, most] :
+       {std::tuple{"seq", s.seq, u64(1) << 24}, std::tuple{"micro_batch", s.micro_batch, u64(1) << 24},
+        std::tuple{"hidden", s.hidden, u64(1) << 24}, std::tuple{"heads", s.heads, u64(1) << 24},
+        std::tuple{"layers", s.layers, u64(1) << 16}, std::tuple{"vocab", s.vocab, u64(1) << 24},
+        std::tuple{"width", s.width, u64(8)}, std::tuple{"stat_width", s.stat_width, u64(8)}})
+    if (x < 1 || x > most)
+      throw std::runtime_error(w + "." + name + " = " + std::to_string(x) + " is not in [1, " + std::to_string(most) +
+                               "]");
+  if (s.hidden % s.heads != 0)
+    throw std::runtime_error(w + ": heads " + std::to_string(s.heads) + " does not divide hidden " +
+                             std::to_string(s.hidden));
   if (s.tp < 1 || s.heads % s.tp != 0 || (s.sequence_parallel && s.seq % s.tp != 0))
     throw std::runtime_error(w + ": tp " + std::to_string(s.tp) + " does not split these heads and sequence");
   return s;

@@ -29,7 +29,7 @@ void print_bubbles(std::ostream& out, const PpRequest& q) {
     const Timeline g = simulate(make_schedule(ScheduleKind::gpipe, p, m, 1), 1, 1, 2);
     const Timeline f = simulate(make_schedule(ScheduleKind::one_f_one_b, p, m, 1), 1, 1, 2);
     std::string inter = "-", inter_formula = "-";
-    if (m % p == 0 && p > 1) {
+    if (m % p == 0 && p > 1 && q.layers % (p * v) == 0) {
       inter = percent(simulate(make_schedule(ScheduleKind::interleaved, p, m, v), v, 1, 2).bubble_fraction());
       inter_formula = percent(bubble_formula(ScheduleKind::interleaved, p, m, v));
     }
@@ -38,7 +38,8 @@ void print_bubbles(std::ostream& out, const PpRequest& q) {
            inter_formula, std::to_string(g.stash[0]), std::to_string(f.stash[0])});
   }
   t.print(out);
-  out << "  * = --micro-batches. As overhead over the ideal time the bubble is (p−1)/m, and (p−1)/(v·m) interleaved.\n"
+  out << "  * = --micro-batches. As overhead over the ideal time the bubble is (p−1)/m, and (p−1)/(v·m) interleaved\n"
+      << "  (\"-\": interleaving needs m a multiple of p and the layers divisible by p·v).\n"
       << "  stash: micro-batches whose activations stage 0 keeps at once — GPipe all m, 1F1B at most p (C21);\n"
       << "  `shardlab schedule --pp " << p << " --micro-batches " << q.micro_batches << "` draws the grid, per stage\n";
 }

@@ -15,6 +15,7 @@ namespace shardlab::plan {
 
 struct PpRequest {
   int pp = 1, micro_batches = 4, virtual_stages = 2;  // v: the interleaved schedule's chunks per stage
+  int layers = 0;                                     // L (interleaved: p·v must divide it)
   std::uint64_t tp = 1, dp = 1;                       // the other axes, for the 3D count (C26)
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
 
 namespace shardlab {
 
@@ -88,34 +89,96 @@ nlohmann::json pipeline_section(const nlohmann::json& run, const nlohmann::json&
   return j;
 }
 
-std::string pipeline_text(const nlohmann::json& p) {
-  const int stages = p.at("stages"), m = p.at("micro_batches"), v = p.at("virtual_stages");
+namespace {
+
+// p[key] as a whole number in [lo, hi]; else std::runtime_error naming the key and what it holds.
+int section_int(const nlohmann::json& p, const char* key, int64_t lo, int64_t hi) {
+  if (!p.contains(key) || !p[key].is_number_integer())
+    throw std::runtime_error(std::string("pipeline.") + key + " is missing or not a whole number");
+  const int64_t x = p[key].get<int64_t>();
+  if (x < lo || x > hi)
+    throw std::runtime_error(std::string("pipeline.") + key + " = " + std::to_string(x) + " is not in [" +
+                             std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return static_cast<int>(x);
+}
+
+// The measured slots of slots_ms, checked against the schedule the section names: one row per stage, each
+// stage's forwards and backwards in the schedule's order, at finite times that never run backwards.
+Timeline measured_slots(const nlohmann::json& rows, const std::vector<StageActions>& actions, int v) {
+  if (!rows.is_array() || rows.size() != actions.size())
+    throw std::runtime_error("pipeline.slots_ms must hold one row per stage (" + std::to_string(actions.size()) + ")");
   Timeline t;
-  std::vector<double> forwards;  // a cell is the median forward
-  for (const auto& row : p.at("slots_ms")) {
+  for (size_t s = 0; s < actions.size(); ++s) {
+    const std::string where = "pipeline.slots_ms[" + std::to_string(s) + "]";
+    std::vector<Action> compute;
+    for (const Action& a : actions[s])
+      if (a.act == Act::forward || a.act == Act::backward) compute.push_back(a);
+    const nlohmann::json& row = rows[s];
+    if (!row.is_array() || row.size() != compute.size())
+      throw std::runtime_error(where + " must hold the stage's " + std::to_string(compute.size()) +
+                               " forwards and backwards");
     std::vector<Slot> stage;
-    for (const auto& x : row) {
-      stage.push_back({x[0].get<int>() ? Act::forward : Act::backward, x[1].get<int>(), x[2].get<int>(),
-                       x[3].get<double>(), x[4].get<double>()});
-      t.makespan = std::max(t.makespan, stage.back().end);
-      if (stage.back().act == Act::forward) forwards.push_back(stage.back().end - stage.back().start);
+    for (size_t i = 0; i < compute.size(); ++i) {
+      const nlohmann::json& x = row[i];
+      const auto number = [&](int k) { return x.is_array() && x.size() == 5 && x[k].is_number(); };
+      if (!(number(0) && number(1) && number(2) && number(3) && number(4)))
+        throw std::runtime_error(where + "[" + std::to_string(i) +
+                                 "] is not [forward?, micro-batch, chunk, start, end]");
+      const Action& a = compute[i];
+      const bool same = (x[0].get<double>() == 1) == (a.act == Act::forward) && x[1].get<double>() == a.micro_batch &&
+                        x[2].get<double>() == a.chunk;
+      const Slot slot{a.act, a.micro_batch, a.chunk, x[3].get<double>(), x[4].get<double>()};
+      const double before = stage.empty() ? 0.0 : stage.back().end;
+      if (!same || !std::isfinite(slot.start) || !std::isfinite(slot.end) || slot.start < before - 1e-6 ||
+          slot.end < slot.start)
+        throw std::runtime_error(where + "[" + std::to_string(i) + "] is not the schedule's " +
+                                 (a.act == Act::forward ? "F" : "B") + std::to_string(a.micro_batch) +
+                                 (v > 1 ? std::string(1, char('a' + a.chunk)) : "") +
+                                 " at a time after the one before it");
+      stage.push_back(slot);
+      t.makespan = std::max(t.makespan, slot.end);
     }
     t.stages.push_back(stage);
   }
-  std::sort(forwards.begin(), forwards.end());
-  double unit = forwards.empty() ? 1.0 : forwards[forwards.size() / 2];
-  if (!(unit > 0) || !std::isfinite(unit)) unit = 1;
+  return t;
+}
+
+}  // namespace
+
+std::string pipeline_text(const nlohmann::json& p) {
+  if (!p.is_object()) throw std::runtime_error("pipeline is not an object");
   ScheduleKind kind = ScheduleKind::one_f_one_b;
-  parse_schedule(p.at("schedule").get<std::string>(), &kind);
-  const Timeline ideal = simulate(make_schedule(kind, stages, m, v), v, 1, 2);
+  if (!p.contains("schedule") || !p["schedule"].is_string() || !parse_schedule(p["schedule"].get<std::string>(), &kind))
+    throw std::runtime_error("pipeline.schedule is not gpipe, 1f1b or interleaved");
+  const int stages = section_int(p, "stages", 1, 4096), v = section_int(p, "virtual_stages", 1, 4096);
+  const int m = section_int(p, "micro_batches", 1, kMaxPipelineSlots / (int64_t(stages) * v));
+  const int step = section_int(p, "measured_step", 1, std::numeric_limits<int>::max());
+  if (const std::string why = schedule_shape_problem(kind, stages, m, v); !why.empty())
+    throw std::runtime_error("pipeline: " + why);
+  const std::vector<StageActions> actions = make_schedule(kind, stages, m, v);
+  if (!p.contains("slots_ms")) throw std::runtime_error("pipeline.slots_ms is missing");
+  const Timeline t = measured_slots(p["slots_ms"], actions, v);
+  // A cell is the median forward, or wider when a stall would make the rows far longer than their slots.
+  std::vector<double> forwards;
+  double busy = 0;
+  for (const std::vector<Slot>& stage : t.stages)
+    for (const Slot& x : stage) {
+      busy += x.end - x.start;
+      if (x.act == Act::forward) forwards.push_back(x.end - x.start);
+    }
+  std::sort(forwards.begin(), forwards.end());
+  double unit = std::max(forwards[forwards.size() / 2], t.makespan / (200 + 4.0 * t.stages[0].size()));
+  if (!(unit > 0) || !std::isfinite(unit)) unit = 1;
+  const Timeline ideal = simulate(actions, v, 1, 2);
   char head[256];
   std::snprintf(head, sizeof head, "%s on %d stages, %d micro-batches: step %d as measured (a cell = %.2f ms)\n",
-                p.at("schedule").get<std::string>().c_str(), stages, m, p.at("measured_step").get<int>(), unit);
+                schedule_name(kind), stages, m, step, unit);
   std::string o = head + schedule_grid(t, v, unit) + "the schedule's ideal (a forward costs 1, a backward 2):\n" +
                   schedule_grid(ideal, v, 1.0 / v);
+  // Every bubble from the slots and the schedule, not from the section's stored sums.
+  const double measured = t.makespan > 0 ? 1 - busy / (stages * t.makespan) : 0;
   std::snprintf(head, sizeof head, "bubble: %.1f%% measured, %.1f%% in the schedule, %.1f%% by the formula\n",
-                100 * p.at("bubble_measured").get<double>(), 100 * p.at("bubble_schedule").get<double>(),
-                100 * p.at("bubble_formula").get<double>());
+                100 * measured, 100 * ideal.bubble_fraction(), 100 * bubble_formula(kind, stages, m, v));
   return o + head;
 }
 

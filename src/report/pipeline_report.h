@@ -21,7 +21,9 @@ nlohmann::json pipeline_run_json(const std::string& schedule, int stages, int mi
 // From the run-wide facts and every rank's ledger entry: the ledger's "pipeline" section and the pictures.
 nlohmann::json pipeline_section(const nlohmann::json& run, const nlohmann::json& ranks,
                                 std::vector<SchedulePanel>* panels);
-// A ledger's pipeline section as text: the measured step's grid above the schedule's, and the bubbles.
+// A ledger's pipeline section as text: the measured step's grid above the schedule's, and the bubbles
+// (computed from the slots and the schedule). A section that is not one a run wrote — a field missing or out
+// of range, slots that are not its schedule's — throws std::runtime_error saying what is wrong.
 std::string pipeline_text(const nlohmann::json& pipeline);
 
 }  // namespace shardlab

@@ -41,22 +41,23 @@ std::string escape(const std::string& s) {
 
 }  // namespace
 
-std::string plot_output_problem(const std::string& path, const std::vector<std::string>& inputs) {
+std::string plot_output_problem(const std::string& path, const std::vector<std::string>& inputs,
+                                const std::string& flag) {
   namespace fs = std::filesystem;
   std::error_code ec;
   for (const std::string& in : inputs)
     if (fs::exists(in, ec) && fs::exists(path, ec) && fs::equivalent(in, path, ec))
-      return "'" + path + "' is one of the inputs; give another --out";
+      return "'" + path + "' is one of the inputs; give another " + flag;
   if (!fs::exists(path, ec)) return "";
-  if (!fs::is_regular_file(path, ec)) return "'" + path + "' exists and is not a regular file; give another --out";
+  if (!fs::is_regular_file(path, ec)) return "'" + path + "' exists and is not a regular file; give another " + flag;
   std::string head;
   try {
     head = read_file(path, size_t(64) << 20);
   } catch (const std::exception& e) {
-    return std::string(e.what()) + "; give another --out";
+    return std::string(e.what()) + "; give another " + flag;
   }
   if (head.substr(0, 512).find(kPlotMark) == std::string::npos)
-    return "'" + path + "' exists and was not drawn by shardlab; it is never replaced: give another --out";
+    return "'" + path + "' exists and was not drawn by shardlab; it is never replaced: give another " + flag;
   return "";
 }
 

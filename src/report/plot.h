@@ -18,7 +18,8 @@ struct Series {
 constexpr const char* kPlotMark = "<!-- drawn by shardlab -->";
 // "" when `path` may receive a drawing: it does not exist, or it is a drawing shardlab made (the mark in
 // its first lines) and not one of `inputs`; else why not.
-std::string plot_output_problem(const std::string& path, const std::vector<std::string>& inputs);
+std::string plot_output_problem(const std::string& path, const std::vector<std::string>& inputs,
+                                const std::string& flag = "--out");
 
 std::string svg_line_plot(const std::vector<Series>& series, const std::string& title, const std::string& xlabel,
                           const std::string& ylabel);

@@ -19,8 +19,8 @@ namespace shardlab {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kRunOutputFiles = {"config.json", "config.toml", "loss.csv",
-                                                  "loss.svg",    "ledger.json", "trace.json"};
+const std::vector<std::string> kRunOutputFiles = {"config.json", "config.toml", "loss.csv",    "loss.svg",
+                                                  "ledger.json", "trace.json",  "schedule.svg"};
 
 std::string new_run_id() {
   std::time_t now = std::time(nullptr);

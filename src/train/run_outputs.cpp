@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "core/paths.h"
 #include "io/checkpoint.h"
@@ -32,6 +33,12 @@ void RunOutputs::begin(const std::string& header) {
                                     ? nlohmann::json::parse(read_file(previous, size_t(16) << 20), nullptr, false)
                                     : nlohmann::json();
   const bool own = before.is_object() && before.value("run_id", "") == cfg_.run_id;
+  // This run writes a new ledger.json; a trace.json or schedule.svg of before (another run replaced with
+  // --overwrite, or this run's earlier part, maybe on another layout) would no longer match it.
+  std::error_code ec;
+  for (const char* f : {"/trace.json", "/schedule.svg"})
+    if (std::filesystem::is_regular_file(cfg_.out + f, ec) && !std::filesystem::is_symlink(cfg_.out + f, ec))
+      std::filesystem::remove(cfg_.out + f, ec);
   nlohmann::json config = cfg_.to_json();
   config["run_id"] = cfg_.run_id;
   write_text_file_atomic(cfg_.out + "/config.json", config.dump(2) + "\n");

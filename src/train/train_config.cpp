@@ -6,6 +6,7 @@
 
 #include "core/flags.h"
 #include "parallel/pipeline_partition.h"
+#include "parallel/schedule.h"
 
 namespace shardlab {
 
@@ -171,9 +172,10 @@ std::string validate_world(const TrainConfig& cfg, int world) {
     return "--schedule interleaved runs micro-batches in groups of pp: " + std::to_string(m) +
            " micro-batches per step (global-batch / (dp × micro-batch)) is not a multiple of --pp " +
            std::to_string(pp);
-  if (2 * m * pp * cfg.virtual_stages > 16384)
-    return std::to_string(m) + " micro-batches × " + std::to_string(pp * cfg.virtual_stages) +
-           " model chunks: too many pipeline messages to tell apart (m · pp · virtual-stages must be ≤ 8192)";
+  if (int64_t(m) * pp * cfg.virtual_stages > kMaxPipelineSlots)
+    return std::to_string(m) + " micro-batches × " + std::to_string(int64_t(pp) * cfg.virtual_stages) +
+           " model chunks: too many pipeline messages to tell apart (m · pp · virtual-stages must be ≤ " +
+           std::to_string(kMaxPipelineSlots) + ")";
   if (tp > 1 && cfg.ranks_per_node > 0 && cfg.ranks_per_node % tp != 0)
     return "--ranks-per-node " + std::to_string(cfg.ranks_per_node) +
            " would split tensor-parallel partners over nodes; " + "it must be a multiple of --tp " +

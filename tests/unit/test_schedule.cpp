@@ -1,5 +1,5 @@
 // Pipeline schedules, single process (parallel/schedule.h; claims C20, C21). For every kind and every
-// (p, m, v) with p 1…6, m 1…12, v 1…3 where valid (interleaved: v ≥ 2 and m a multiple of p; gpipe and 1f1b:
+// (p, m, v) with p 1…6, m 1…12, v 1…3 where valid (interleaved: p ≥ 2, v ≥ 2 and m a multiple of p; gpipe and 1f1b:
 // v = 1):
 //  - structure, checked by the test's own code (not through simulate()): on every stage each micro-batch's
 //    forward and backward of each chunk occur exactly once, the forward first; a receive comes before the
@@ -48,7 +48,7 @@ std::vector<Case> all_cases() {
     for (int p = 1; p <= 6; ++p)
       for (int m = 1; m <= 12; ++m)
         for (int v = 1; v <= 3; ++v) {
-          const bool valid = k == ScheduleKind::interleaved ? (v >= 2 && m % p == 0) : v == 1;
+          const bool valid = k == ScheduleKind::interleaved ? (p >= 2 && v >= 2 && m % p == 0) : v == 1;
           if (valid) cs.push_back({k, p, m, v});
         }
   return cs;
@@ -195,7 +195,8 @@ size_t count(const std::vector<StageActions>& st, Act a) {
 TEST_CASE("schedules: every forward before its backward, once; every send one receive on the right stage",
           "[schedule]") {
   const std::vector<Case> cases = all_cases();
-  REQUIRE(cases.size() == 72 + 72 + 58);  // gpipe, 1f1b: 6 × 12; interleaved: Σ_p ⌊12/p⌋ = 29, × 2 values of v
+  // gpipe, 1f1b: 6 × 12; interleaved: Σ_{p ≥ 2} ⌊12/p⌋ = 17, × 2 values of v
+  REQUIRE(cases.size() == 72 + 72 + 34);
   for (const Case& c : cases) {
     INFO(label(c));
     const std::vector<StageActions> st = make_schedule(c.kind, c.p, c.m, c.v);
@@ -347,6 +348,7 @@ TEST_CASE("schedules: a broken schedule is reported by simulate() and by the tes
     CHECK_THROWS_AS(make_schedule(ScheduleKind::interleaved, 2, 2, 1), std::invalid_argument);  // v < 2
     CHECK_THROWS_AS(make_schedule(ScheduleKind::one_f_one_b, 2, 2, 2), std::invalid_argument);  // v ≠ 1
     CHECK_THROWS_AS(make_schedule(ScheduleKind::gpipe, 2, 0, 1), std::invalid_argument);        // m < 1
+    CHECK_THROWS_AS(make_schedule(ScheduleKind::interleaved, 1, 2, 2), std::invalid_argument);  // p < 2
     CHECK_NOTHROW(make_schedule(ScheduleKind::interleaved, 2, 4, 3));
   }
   SECTION("backwards out of micro-batch order: simulate() is content, the bit-identity rule is not") {
