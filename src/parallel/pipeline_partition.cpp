@@ -61,7 +61,7 @@ std::string pipeline_problem(int layers, int pp, int v, const std::string& sched
     const std::vector<int> n = parse_layers(pp_layers);
     if (n.empty())
       return "--pp-layers expects positive layer counts separated by commas, e.g. 3,5; got '" + pp_layers + "'";
-    int sum = 0;
+    int64_t sum = 0;  // in 64 bits: thousands of counts of up to 10^6
     for (int x : n) sum += x;
     if (static_cast<int>(n.size()) != pp || sum != layers)
       return "--pp-layers " + pp_layers + " gives " + std::to_string(n.size()) +

@@ -60,6 +60,7 @@ void print_3d(std::ostream& out, const PpRequest& q, const Recipe& r, u64 psi) {
       << " GPUs (claim C26): TP inside a node, PP across nodes, DP outermost\n"
       << "  model states " << format_bytes(double(whole.total())) << " / (T·P = " << T * P
       << ") = " << format_bytes(double(per_gpu)) << " per GPU (every data-parallel replica holds them whole)\n";
+  if (D < 2) return;  // one replica: nothing for ZeRO-1 to shard
   Layout z1;
   z1.strategy = Strategy::zero1;
   z1.dp = D;

@@ -119,8 +119,11 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
       if (grid.world_rank() == 0)
         std::fprintf(
             stderr,
-            "shardlab train: error: the loss became %g at step %d; try a lower --lr (files written so far are kept)\n",
-            loss, step);
+            "shardlab train: error: the loss became %s at step %d; try a lower --lr (files written so far are kept)\n",
+            std::isnan(loss) ? "NaN"
+            : loss > 0       ? "+Inf"
+                             : "-Inf",
+            step);
       return 1;
     }
     const double gnorm = engine.grad_norm();
