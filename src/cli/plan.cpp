@@ -152,6 +152,9 @@ void pp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
     return;
   }
   if (v.pp < 1 || v.pp > 64) throw Fail{"--pp expects an integer in [1, 64]"};
+  if (v.pp > 1 && o.sharding && o.dp.layout.strategy == Strategy::hybrid)  // the trainer's rule
+    throw Fail{
+        "--fsdp hybrid shards inside a node, and pipeline stages usually span nodes: use --zero 1, 2 or 3 with --pp"};
   if (v.micro_batches < 1 || v.micro_batches > 4096) throw Fail{"--micro-batches expects an integer in [1, 4096]"};
   if (v.virtual_stages < 2 || v.virtual_stages > 8) throw Fail{"--virtual-stages expects an integer in [2, 8]"};
   // The trainer's rules: every stage holds whole layers; an interleaved layout asked for (--virtual-stages)

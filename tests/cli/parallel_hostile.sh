@@ -13,7 +13,8 @@
 #      parameter count changed is a MISMATCH (exit 1); the 8-rank 3D ledger (recompute full, flash, ZeRO-3)
 #      matches;
 #  (4) `plan --pp` keeps the trainer's pipeline rules: more stages (× virtual stages) than layers, interleaved
-#      with layers not divisible by p·v, interleaved with --micro-batches not a multiple of p: exit 2;
+#      with layers not divisible by p·v, interleaved with --micro-batches not a multiple of p, --fsdp hybrid
+#      with --pp: exit 2;
 #  (5) `mlp-split` on one process (t = 1): no all-reduce is needed and none is counted — exit 0;
 #  (6) schedule.svg is one of a run's outputs: a person's schedule.svg in --out is refused and kept; a run
 #      replacing another with --overwrite, or resuming its own traced pp run at pp 1 into its --out, leaves
@@ -212,6 +213,8 @@ refused "(4) plan --preset 7b --pp 3 --virtual-stages 2 (32 layers, 6 chunks)" 2
   "$S" plan --preset 7b --pp 3 --virtual-stages 2 --micro-batches 6
 refused "(4) plan --preset 7b --pp 4 --virtual-stages 2 --micro-batches 6" 2 "micro-batches 6 is not a multiple" \
   "$S" plan --preset 7b --pp 4 --virtual-stages 2 --micro-batches 6
+refused "(4) plan --preset 7b --fsdp hybrid --dp 16 --pp 2 (the trainer refuses hybrid with --pp)" 2 \
+  "fsdp hybrid shards inside a node, and pipeline stages" "$S" plan --preset 7b --fsdp hybrid --dp 16 --pp 2
 runs "(4) control: plan --preset 70b --tp 8 --pp 8 --dp 8 --micro-batches 16" "$S" plan --preset 70b --tp 8 --pp 8 --dp 8 --micro-batches 16
 runs "(4) control: plan --preset 7b --pp 4 --virtual-stages 2 --micro-batches 8" \
   "$S" plan --preset 7b --pp 4 --virtual-stages 2 --micro-batches 8
