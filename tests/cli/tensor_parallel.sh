@@ -9,8 +9,8 @@
 #      uninterrupted single process on steps 7..10, f64 tolerance: its step-6 weights carry tp's reorder
 #      noise, ~1e-16, so bit-identity across layouts cannot be asked) and its loss.csv holds exactly 7..10;
 #      a tp-1 checkpoint resumes at tp 2 (with and without SP) the same way;
-#  (3) bad input: heads not divisible by --tp, --vocab not divisible by --tp, --sequence-parallel with t = 1, --seq not divisible by --tp
-#      under SP, dp × tp ≠ world, --tp not dividing the world, --ranks-per-node splitting tp partners: exit 2
+#  (3) bad input: heads not divisible by --tp, --vocab not divisible by --tp, --sequence-parallel with
+#      t = 1, --seq not divisible by --tp under SP, dp × tp ≠ world, --tp not dividing the world, --ranks-per-node splitting tp partners: exit 2
 #      within 60 s, exactly one line naming shardlab (the error, from rank 0: mpirun --tag-output says which
 #      rank wrote it), no crash dump; OpenMPI's own banner after it is expected and not counted.
 #  (4) the vocabulary-parallel head's tp bytes (purpose "vocab") and Ψ_t pass `plan --ledger` exactly at tp 2
