@@ -27,8 +27,8 @@ struct GPTConfig {
 };
 
 // Which part of every layer this rank holds: tensor parallelism splits each block's heads and MLP width,
-// and the LM head's vocabulary, over tp ranks (Megatron, claims C17, C19); sequence parallelism also splits the residual stream's
-// positions (C23). The whole layer by default.
+// and the LM head's vocabulary, over tp ranks (Megatron, claims C17, C19); sequence parallelism also splits
+// the residual stream's positions (C23). The whole layer by default.
 struct ModelSlice {
   int tp = 1, tp_rank = 0;
   bool sequence_parallel = false;

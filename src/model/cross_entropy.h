@@ -46,8 +46,8 @@ void cross_entropy_backward(T* probs_to_dlogits, const int32_t* targets, int N, 
 // the slice into its probabilities in place; stats: 3N scratch. Returns Σ -log p[target] over the rows
 // where counted(n) (every rank has every row's loss; sequence parallel counts only its own positions).
 template <class T, class Max, class Sum, class Counted>
-double vocab_parallel_cross_entropy_forward(T* logits_to_probs, const int32_t* targets, int N, int Vl, int v0,
-                                            T* stats, Max&& reduce_max, Sum&& reduce_sum, Counted&& counted) {
+double vocab_parallel_cross_entropy_forward(T* logits_to_probs, const int32_t* targets, int N, int Vl, int v0, T* stats,
+                                            Max&& reduce_max, Sum&& reduce_sum, Counted&& counted) {
   T *mx = stats, *sum = stats + N, *target_logit = stats + 2 * size_t(N);
   for (int n = 0; n < N; ++n) {
     const T* row = logits_to_probs + static_cast<size_t>(n) * Vl;

@@ -195,8 +195,8 @@ void ModelChunk<T>::backward(int mb_id, UnitAccess<T>& access, T loss_scale, con
       const int N = static_cast<int>(d0.region_rows());
       vocab_parallel_cross_entropy_backward(h.probs.data(), r.targets.data(), N, Vl, v0, loss_scale);
       const T* in = hooks_->head_input(use(h.lnf, ws_.ln1), ws_.full_a, d0);  // SP: gathered again
-      linear_backward(ws_.d_ln, G(layout_.lm_head), static_cast<T*>(nullptr), h.probs.data(), in, P(layout_.lm_head),
-                      N, C, Vl);
+      linear_backward(ws_.d_ln, G(layout_.lm_head), static_cast<T*>(nullptr), h.probs.data(), in, P(layout_.lm_head), N,
+                      C, Vl);
       hooks_->head_input_backward(ws_.d_ln, d0);
     }
     std::memset(static_cast<void*>(ws_.d_res), 0, R * C * sizeof(T));

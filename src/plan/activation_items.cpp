@@ -130,11 +130,13 @@ std::vector<std::string> differences_from_chapter(const ActivationShape& s) {
     d.push_back(
         "sequence parallelism splits the rest along s: LN inputs and outputs, the residual stream and the "
         "head's input hold s/t positions per rank, so every tensor is divided by t");
-  if (s.tp > 1)
+  if (s.tp > 1) {
+    const std::string why = s.sequence_parallel ? "the head's input is gathered along s first" : "not s·b·V";
     d.push_back(
         "the LM head is vocabulary-parallel: each rank keeps the probabilities of its V/t words for every "
-        "position of the micro-batch (" + std::string(s.sequence_parallel ? "s·b·V/t: the head's input is "
-        "gathered along s first" : "s·b·V/t instead of s·b·V") + ")");
+        "position of the micro-batch (s·b·V/t: " +
+        why + ")");
+  }
   if (s.width != 2)
     d.push_back("activations are stored in " + std::to_string(s.width) +
                 " bytes here (the chapter assumes 2: --mixed bf16 stores them as bf16)");

@@ -69,8 +69,8 @@ std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64
     phase("all-reduces of the parallel cross-entropy's row values (forward: max, Σ exp, target logit)", "vocab",
           RingOp::all_reduce, A * 3, even_chunks(rows, t), s.act_bytes);
     if (!s.sequence_parallel) {
-      phase("all-reduce of the head input's gradient (f, backward)", "vocab", RingOp::all_reduce, A,
-            even_chunks(n, t), s.act_bytes);
+      phase("all-reduce of the head input's gradient (f, backward)", "vocab", RingOp::all_reduce, A, even_chunks(n, t),
+            s.act_bytes);
     } else {
       const std::vector<u64> shards(t, n / t);
       phase("all-gather of the head's input along s (forward, and again for the weight gradient)", "vocab",
