@@ -255,6 +255,12 @@ void Communicator::all_reduce(T* buf, size_t n) {
   all_reduce(buf, even_counts(n));
 }
 template <class T>
+void Communicator::all_reduce_max(T* buf, size_t n) {
+  start(Coll::all_reduce, buf, even_counts(n), detail::max_ops<T>(), "all_reduce", true);
+}
+template void Communicator::all_reduce_max<float>(float*, size_t);
+template void Communicator::all_reduce_max<double>(double*, size_t);
+template <class T>
 Communicator::Pending Communicator::start_reduce_scatter(T* buf, const std::vector<size_t>& counts) {
   return Pending(start(Coll::reduce_scatter, buf, counts, type_ops<T>(), "reduce_scatter", false));
 }

@@ -113,6 +113,9 @@ class Communicator {
   void all_reduce(T* buf, const std::vector<size_t>& counts);  // reduce_scatter + all_gather, one ledger record
   template <class T>
   void all_reduce(T* buf, size_t n);  // even chunks (first n % size get one more)
+  // The element-wise maximum over members (float, double), booked as an all-reduce (the same messages).
+  template <class T>
+  void all_reduce_max(T* buf, size_t n);
   template <class T>
   void broadcast(T* buf, size_t n, int root);  // ring pipeline from root (see p2p.cpp)
   // Chunk d of sbuf (scounts[d] elements) goes to member d; chunk s of rbuf (rcounts[s]) comes from member s.

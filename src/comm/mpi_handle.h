@@ -37,12 +37,14 @@ struct TypeOps {
   size_t bytes;                                      // sizeof(T)
   MPI_Datatype type;                                 // the matching MPI datatype
   void (*add)(void* acc, const void* in, size_t n);  // acc[i] = acc[i] + in[i]  (bf16: round after each add)
-  MPI_Op (*sum_op)();                                // MPI_SUM, or the bf16 user op (for CommImpl::mpi)
+  MPI_Op (*sum_op)();                                // MPI_SUM, the bf16 user op or MPI_MAX (CommImpl::mpi)
 };
 template <class T>
 const TypeOps& type_ops();
 template <>
 const TypeOps& type_ops<uint16_t>();  // bf16: widen, add, round (types.cpp)
+template <class T>
+const TypeOps& max_ops();  // float, double: `add` keeps the larger (an all-reduce of maxima)
 
 // One operation in flight: a ring collective stepping through its messages, or an MPI request.
 class InFlight {

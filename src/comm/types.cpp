@@ -1,7 +1,8 @@
 // The element types the Communicator carries: their MPI datatype and their sum kernel (see mpi_handle.h).
 // bf16 sums widen both operands to float, add, and round back to nearest even — after every single
 // addition, exactly as a ring of bf16 buffers on real accelerators does. Integer sums wrap (as MPI's).
-// Leaves out: other reductions (max, min, product) — training only ever sums.
+// Besides the sums, a maximum for float and double (the vocabulary-parallel cross-entropy's row maxima):
+// exact, so its result never depends on the order. Leaves out: min, product.
 #include <cstdint>
 #include <type_traits>
 
@@ -20,6 +21,13 @@ void add_kernel(void* acc, const void* in, size_t n) {
   for (size_t i = 0; i < n; ++i) a[i] = static_cast<T>(a[i] + b[i]);
 }
 
+template <class T>
+void max_kernel(void* acc, const void* in, size_t n) {
+  T* __restrict a = static_cast<T*>(acc);
+  const T* __restrict b = static_cast<const T*>(in);
+  for (size_t i = 0; i < n; ++i) a[i] = b[i] > a[i] ? b[i] : a[i];
+}
+
 void add_bf16(void* acc, const void* in, size_t n) {
   bf16* __restrict a = static_cast<bf16*>(acc);
   const bf16* __restrict b = static_cast<const bf16*>(in);
@@ -27,6 +35,7 @@ void add_bf16(void* acc, const void* in, size_t n) {
 }
 
 MPI_Op mpi_sum() { return MPI_SUM; }
+MPI_Op mpi_max() { return MPI_MAX; }
 
 // The same widen-add-round as a user-defined MPI_Op, so --comm mpi rounds bf16 like the ring does
 // (MPI decides the order of additions there, so only integer-valued sums are guaranteed equal).
@@ -77,6 +86,14 @@ const TypeOps& type_ops() {
   static const TypeOps ops{sizeof(T), mpi_type<T>(), &add_kernel<T>, &mpi_sum};
   return ops;
 }
+
+template <class T>
+const TypeOps& max_ops() {
+  static const TypeOps ops{sizeof(T), mpi_type<T>(), &max_kernel<T>, &mpi_max};
+  return ops;
+}
+template const TypeOps& max_ops<float>();
+template const TypeOps& max_ops<double>();
 
 // bf16 is uint16_t: every uint16_t buffer is treated as bf16.
 template <>

@@ -26,9 +26,9 @@ struct GPTConfig {
   }
 };
 
-// Which part of every layer this rank holds: tensor parallelism splits each block's heads and MLP width
-// over tp ranks (Megatron, claims C17, C19); sequence parallelism also splits the residual stream's
-// positions (C23). The whole layer by default.
+// Which part of every layer this rank holds: tensor parallelism splits each block's heads and MLP width,
+// and the LM head's vocabulary, over tp ranks (Megatron, claims C17, C19); sequence parallelism also splits
+// the residual stream's positions (C23). The whole layer by default.
 struct ModelSlice {
   int tp = 1, tp_rank = 0;
   bool sequence_parallel = false;
@@ -41,6 +41,9 @@ struct ModelSlice {
     if ((4 * cfg.hidden) % tp != 0)
       return "the MLP width 4·hidden = " + std::to_string(4 * cfg.hidden) + " is not divisible by --tp " +
              std::to_string(tp);
+    if (cfg.vocab % tp != 0)
+      return "--vocab " + std::to_string(cfg.vocab) + " is not divisible by --tp " + std::to_string(tp) +
+             " (the LM head gives every rank V/t rows of the vocabulary)";
     if (sequence_parallel && tp == 1)
       return "--sequence-parallel needs --tp 2 or more (it splits the sequence over tp)";
     if (sequence_parallel && cfg.seq % tp != 0)

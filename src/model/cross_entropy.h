@@ -3,6 +3,8 @@
 // (accumulated in double). Backward turns the probabilities into d_logits IN PLACE:
 //   d_logits = (p - onehot(target)) · scale,   scale = 1 / (tokens in the GLOBAL batch).
 // That scale is the model's single loss normalisation (DESIGN.md): every layout passes the same one.
+// The vocabulary-parallel form (Megatron's parallel cross-entropy) works on a slice of the vocabulary,
+// columns [v0, v0 + Vl) of every row, and combines the slices with three reductions of N values each.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -35,6 +37,56 @@ void cross_entropy_backward(T* probs_to_dlogits, const int32_t* targets, int N, 
     T* row = probs_to_dlogits + static_cast<size_t>(n) * V;
     row[targets[n]] -= T(1);
     for (int v = 0; v < V; ++v) row[v] *= scale;
+  }
+}
+
+// Vocabulary-parallel forward: logits (N, Vl) are columns [v0, v0 + Vl) of every row. reduce_max and
+// reduce_sum(x, n) combine n values over the slices in place (all-reduces MAX and SUM over tp): the row
+// maxima, the Σ exp and the target logits (the slice holding the target gives it, the others 0). Turns
+// the slice into its probabilities in place; stats: 3N scratch. Returns Σ -log p[target] over the rows
+// where counted(n) (every rank has every row's loss; sequence parallel counts only its own positions).
+template <class T, class Max, class Sum, class Counted>
+double vocab_parallel_cross_entropy_forward(T* logits_to_probs, const int32_t* targets, int N, int Vl, int v0, T* stats,
+                                            Max&& reduce_max, Sum&& reduce_sum, Counted&& counted) {
+  T *mx = stats, *sum = stats + N, *target_logit = stats + 2 * size_t(N);
+  for (int n = 0; n < N; ++n) {
+    const T* row = logits_to_probs + static_cast<size_t>(n) * Vl;
+    mx[n] = *std::max_element(row, row + Vl);
+    const int v = targets[n] - v0;
+    target_logit[n] = v >= 0 && v < Vl ? row[v] : T(0);
+  }
+  reduce_max(mx, size_t(N));
+  for (int n = 0; n < N; ++n) {
+    T* row = logits_to_probs + static_cast<size_t>(n) * Vl;
+    T s = 0;
+    for (int v = 0; v < Vl; ++v) {
+      row[v] = std::exp(row[v] - mx[n]);
+      s += row[v];
+    }
+    sum[n] = s;
+  }
+  reduce_sum(sum, size_t(N));
+  reduce_sum(target_logit, size_t(N));
+  double loss = 0.0;
+  for (int n = 0; n < N; ++n) {
+    T* row = logits_to_probs + static_cast<size_t>(n) * Vl;
+    T inv = T(1) / sum[n];
+    for (int v = 0; v < Vl; ++v) row[v] *= inv;
+    if (counted(n)) loss += std::log(static_cast<double>(sum[n])) - static_cast<double>(target_logit[n] - mx[n]);
+  }
+  return loss;
+}
+
+// Vocabulary-parallel backward: the probability slice minus the one-hot where this slice holds the
+// target, scaled — this slice's d_logits, no communication.
+template <class T>
+void vocab_parallel_cross_entropy_backward(T* probs_to_dlogits, const int32_t* targets, int N, int Vl, int v0,
+                                           T scale) {
+  for (int n = 0; n < N; ++n) {
+    T* row = probs_to_dlogits + static_cast<size_t>(n) * Vl;
+    const int v = targets[n] - v0;
+    if (v >= 0 && v < Vl) row[v] -= T(1);
+    for (int k = 0; k < Vl; ++k) row[k] *= scale;
   }
 }
 

@@ -92,7 +92,9 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
   const size_t R = d0.rows();
   const int Tl = d0.T_local, t0 = d0.first_position;
   if (spec_.embedding) r.inputs.assign(mb.inputs, mb.inputs + size_t(B) * Tn);
-  if (spec_.head)  // this rank's rows' targets, contiguous
+  if (spec_.head && slice_.sequence_parallel)  // the vocabulary-parallel head runs every position
+    r.targets.assign(mb.targets, mb.targets + size_t(B) * Tn);
+  else if (spec_.head)  // this rank's rows' targets, contiguous
     for (int b = 0; b < B; ++b)
       r.targets.insert(r.targets.end(), mb.targets + size_t(b) * Tn + t0, mb.targets + size_t(b) * Tn + t0 + Tl);
   const BlockRun run = run_of(r);
@@ -139,14 +141,30 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
   h.lnf = Saved<T>(ledger_, "head.lnf", R * C, policy_.bf16);
   h.lnf_mean = Saved<T>(ledger_, "head.lnf_mean", R, false);
   h.lnf_rstd = Saved<T>(ledger_, "head.lnf_rstd", R, false);
-  h.probs = Saved<T>(ledger_, "head.probs", R * V, false);  // the loss's softmax in the compute type
+  // The loss's softmax in the compute type: this rank's V/t columns of the head's rows (d0.region_rows():
+  // with sequence parallelism the head runs the whole sequence; without, its rows are the residual's).
+  const int t = slice_.tp, Vl = V / t, v0 = slice_.tp_rank * Vl;
+  const size_t N = t > 1 ? d0.region_rows() : R;
+  h.probs = Saved<T>(ledger_, "head.probs", N * Vl, false);
   T* lnf = produce(h.lnf, ws_.ln1);
   layernorm_forward(lnf, h.lnf_mean.data(), h.lnf_rstd.data(), hx, P(layout_.lnf_w), P(layout_.lnf_b),
                     static_cast<int>(R), C);
   keep(h.lnf, lnf);
-  linear_forward(h.probs.data(), lnf, P(layout_.lm_head), static_cast<const T*>(nullptr), static_cast<int>(R), C, V);
+  if (t == 1) {  // the whole head on one rank: no seam at all
+    linear_forward(h.probs.data(), lnf, P(layout_.lm_head), static_cast<const T*>(nullptr), static_cast<int>(R), C, V);
+    access.params_done(head, false);
+    return cross_entropy_forward(h.probs.data(), r.targets.data(), static_cast<int>(R), V);
+  }
+  // Vocabulary-parallel: f (SP: the all-gather along s), this rank's logits, the parallel cross-entropy.
+  const T* in = hooks_->head_input(lnf, ws_.full_a, d0);
+  linear_forward(h.probs.data(), in, P(layout_.lm_head), static_cast<const T*>(nullptr), static_cast<int>(N), C, Vl);
   access.params_done(head, false);
-  return cross_entropy_forward(h.probs.data(), r.targets.data(), static_cast<int>(R), V);
+  Buffer<T> stats(ledger_, Mem::workspace, 3 * N, 0, nullptr, false);
+  const bool sp = slice_.sequence_parallel;
+  return vocab_parallel_cross_entropy_forward(
+      h.probs.data(), r.targets.data(), static_cast<int>(N), Vl, v0, stats.data(),
+      [&](T* x, size_t n) { hooks_->vocab_max(x, n); }, [&](T* x, size_t n) { hooks_->vocab_sum(x, n); },
+      [&](int n) { return !sp || (n % Tn >= t0 && n % Tn < t0 + Tl); });  // SP: this rank's positions' loss
 }
 
 template <class T>
@@ -168,9 +186,19 @@ void ModelChunk<T>::backward(int mb_id, UnitAccess<T>& access, T loss_scale, con
     HeadRecord<T>& h = r.head;
     UnitPtr<const T*> P{access.params(head, true), layout_.unit_begin(head)};
     UnitPtr<T*> G{access.grads(head), layout_.unit_begin(head)};
-    cross_entropy_backward(h.probs.data(), r.targets.data(), static_cast<int>(R), V, loss_scale);  // now d_logits
-    linear_backward(ws_.d_ln, G(layout_.lm_head), static_cast<T*>(nullptr), h.probs.data(), use(h.lnf, ws_.ln1),
-                    P(layout_.lm_head), static_cast<int>(R), C, V);
+    const int t = slice_.tp, Vl = V / t, v0 = slice_.tp_rank * Vl;
+    if (t == 1) {
+      cross_entropy_backward(h.probs.data(), r.targets.data(), static_cast<int>(R), V, loss_scale);  // now d_logits
+      linear_backward(ws_.d_ln, G(layout_.lm_head), static_cast<T*>(nullptr), h.probs.data(), use(h.lnf, ws_.ln1),
+                      P(layout_.lm_head), static_cast<int>(R), C, V);
+    } else {  // this slice's d_logits and weight gradient; the input gradient summed over the slices (f)
+      const int N = static_cast<int>(d0.region_rows());
+      vocab_parallel_cross_entropy_backward(h.probs.data(), r.targets.data(), N, Vl, v0, loss_scale);
+      const T* in = hooks_->head_input(use(h.lnf, ws_.ln1), ws_.full_a, d0);  // SP: gathered again
+      linear_backward(ws_.d_ln, G(layout_.lm_head), static_cast<T*>(nullptr), h.probs.data(), in, P(layout_.lm_head), N,
+                      C, Vl);
+      hooks_->head_input_backward(ws_.d_ln, d0);
+    }
     std::memset(static_cast<void*>(ws_.d_res), 0, R * C * sizeof(T));
     layernorm_backward(ws_.d_res, G(layout_.lnf_w), G(layout_.lnf_b), ws_.d_ln, use(h.x, ws_.x), P(layout_.lnf_w),
                        h.lnf_mean.data(), h.lnf_rstd.data(), static_cast<int>(R), C);

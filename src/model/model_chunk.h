@@ -54,7 +54,8 @@ class ModelChunk {
   // one normalisation: 1 / tokens of the global batch); else from d_out, the gradient of x_out. Without
   // the embedding, the gradient of x_in goes to d_in. Accumulates into the gradients; frees the records.
   void backward(int mb_id, UnitAccess<T>& weights, T loss_scale, const T* d_out = nullptr, T* d_in = nullptr);
-  // Head: the (B·T_local, V) probabilities of a forward that has not been backwarded (for sampling).
+  // Head: the (B·T_local, V) probabilities of a forward that has not been backwarded (for sampling); under
+  // --tp t this rank's (B·T, V/t) slice of them.
   const T* probs(int mb_id) const;
   // Drops a micro-batch's records without a backward (after an evaluation forward).
   void release(int mb_id);

@@ -64,8 +64,9 @@ ParamLayout::ParamLayout(const GPTConfig& cfg, const ModelSlice& slice, const st
   if (holds(cfg.layers + 1)) {
     lnf_w = add("ln_f.weight", {C}, Init::ones, false);
     lnf_b = add("ln_f.bias", {C}, Init::zeros, false);
-    lm_head = add("lm_head.weight", {V, C}, Init::normal, true);  // (V, C), untied, no bias
-    matmul_params_ += static_cast<size_t>(C * V);
+    // (V, C), untied, no bias: vocabulary-parallel, this rank's rows [r·V/t, (r+1)·V/t)
+    lm_head = add("lm_head.weight", {V / t, C}, Init::normal, true, TensorSlice{0, V / t * r}, {V, C});
+    matmul_params_ += static_cast<size_t>(C * V / t);
   }
 }
 

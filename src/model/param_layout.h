@@ -12,7 +12,8 @@
 //   attn.proj columns of this rank's heads     (row-parallel: Σ_i Y_i·B_iᵀ, summed by an all-reduce)
 //   mlp.fc    rows [r·4C/t, (r+1)·4C/t)        (column-parallel)
 //   mlp.proj  the same columns                 (row-parallel)
-// Everything else (embeddings, LayerNorms, the row-parallel biases, the head) is replicated whole.
+//   lm_head   rows [r·V/t, (r+1)·V/t)          (vocabulary-parallel: this rank's logits, parallel cross-entropy)
+// Everything else (embeddings, LayerNorms, the row-parallel biases) is replicated whole.
 // A pipeline stage's layout holds only its units' tensors (the same names, offsets packed).
 #pragma once
 #include <cstddef>
@@ -69,7 +70,7 @@ class ParamLayout {
   const std::vector<TensorSpec>& tensors() const { return tensors_; }
   const TensorSpec& find(const std::string& name) const;  // throws if unknown
   size_t total() const { return total_; }
-  size_t matmul_params() const { return matmul_params_; }  // this rank's L·12C²/t + C·V, for model FLOPs
+  size_t matmul_params() const { return matmul_params_; }  // this rank's L·12C²/t + C·V/t, for model FLOPs
   const ModelSlice& slice() const { return slice_; }
   size_t tok_emb = 0, pos_emb = 0, lnf_w = 0, lnf_b = 0, lm_head = 0;  // valid where the unit is held
   std::vector<BlockOffsets> blocks;

@@ -147,6 +147,35 @@ const T* TensorParallelRegions<T>::region_input(const T* x, T* full, const Block
   return full;
 }
 
+// ---- The vocabulary-parallel head's seams (purpose "vocab").
+
+template <class T>
+const T* TensorParallelRegions<T>::head_input(const T* x, T* full, const BlockDims& d) {
+  if (!sp_) return copy_to_tp_region(x);
+  Communicator::Purpose purpose(tp_, "vocab");
+  gather_from_sequence_region(tp_, x, full, packed_.data(), d.B, d.T_local, d.C);
+  return full;
+}
+
+template <class T>
+void TensorParallelRegions<T>::head_input_backward(T* d_full, const BlockDims& d) {
+  Communicator::Purpose purpose(tp_, "vocab");
+  if (!sp_) return copy_to_tp_region_backward(tp_, d_full, d.rows() * d.C);
+  gather_from_sequence_region_backward(tp_, d_full, d_full, packed_.data(), d.B, d.T_local, d.C);
+}
+
+template <class T>
+void TensorParallelRegions<T>::vocab_max(T* x, size_t n) {
+  Communicator::Purpose purpose(tp_, "vocab");
+  if (tp_.size() > 1) tp_.all_reduce_max(x, n);
+}
+
+template <class T>
+void TensorParallelRegions<T>::vocab_sum(T* x, size_t n) {
+  Communicator::Purpose purpose(tp_, "vocab");
+  tp_all_reduce(tp_, x, n);
+}
+
 #define SHARDLAB_TP(T)                                                                                   \
   template void tp_all_reduce<T>(Communicator&, T*, size_t);                                             \
   template void sequence_all_gather<T>(Communicator&, const T*, T*, T*, int, int, int);                  \

@@ -14,6 +14,10 @@
 // — each all-gather + reduce-scatter moves exactly what one all-reduce moves. On top, backward re-gathers
 // each region's input for the weight gradients (purpose "regather" in the comm ledger), because only the
 // sequence shard of it is kept: the price of dividing those activations by t, which Megatron pays too.
+// The LM head is vocabulary-parallel (each rank its V/t rows of lm_head): f before it (its backward the
+// all-reduce of the (b, s, h) input gradient; with SP the all-gather along s instead, and again in backward
+// for the weight gradient), and Megatron's parallel cross-entropy's three all-reduces of b·s values — the
+// row maxima (MAX), the Σ exp and the target logits (SUM) — all under purpose "vocab".
 // Activations are (B, T, C): a sequence shard is B pieces, packed into rank-major order around each
 // collective (block.h says why).
 #pragma once
@@ -78,6 +82,10 @@ class TensorParallelRegions : public RegionHooks<T> {
   const T* leave_backward(const T* dy, T* full, const BlockDims& d) override;
   T* enter_backward(T* d_full, const BlockDims& d) override;
   const T* region_input(const T* x, T* full, const BlockDims& d) override;
+  const T* head_input(const T* x, T* full, const BlockDims& d) override;
+  void head_input_backward(T* d_full, const BlockDims& d) override;
+  void vocab_max(T* x, size_t n) override;
+  void vocab_sum(T* x, size_t n) override;
 
  private:
   Communicator& tp_;

@@ -58,12 +58,15 @@ std::vector<ActivationItem> block_items(const ActivationShape& s) {
 
 std::vector<ActivationItem> head_items(const ActivationShape& s) {
   const Rows r = rows_of(s);
-  const u64 R = r.outside, h = s.hidden, w = s.width, ws = s.stat_width;
+  const u64 R = r.outside, N = r.inside, h = s.hidden, w = s.width, ws = s.stat_width, t = s.tp;
+  // The vocabulary-parallel head: every position's logits over this rank's V/t words (t = 1: all of V).
+  const std::string probs = t > 1 ? r.in + "·V/t · w_s" : r.out + "·V · w_s";
   return {item("head.x", "last block's output: LN_f's input", r.out + "·h · w", R * h, w, true),
           item("head.lnf", "final LN output: the LM head's input", r.out + "·h · w", R * h, w, true),
           item("head.lnf_mean", "final LN mean per token", r.out + " · w_s", R, ws, true),
           item("head.lnf_rstd", "final LN 1/std per token", r.out + " · w_s", R, ws, true),
-          item("head.probs", "softmax over the vocabulary (the loss)", r.out + "·V · w_s", R * s.vocab, ws, true)};
+          item("head.probs", "softmax over the vocabulary (the loss)", probs, t > 1 ? N * (s.vocab / t) : R * s.vocab,
+               ws, true)};
 }
 
 u64 kept_block_bytes(const ActivationShape& s) {
@@ -127,6 +130,13 @@ std::vector<std::string> differences_from_chapter(const ActivationShape& s) {
     d.push_back(
         "sequence parallelism splits the rest along s: LN inputs and outputs, the residual stream and the "
         "head's input hold s/t positions per rank, so every tensor is divided by t");
+  if (s.tp > 1) {
+    const std::string why = s.sequence_parallel ? "the head's input is gathered along s first" : "not s·b·V";
+    d.push_back(
+        "the LM head is vocabulary-parallel: each rank keeps the probabilities of its V/t words for every "
+        "position of the micro-batch (s·b·V/t: " +
+        why + ")");
+  }
   if (s.width != 2)
     d.push_back("activations are stored in " + std::to_string(s.width) +
                 " bytes here (the chapter assumes 2: --mixed bf16 stores them as bf16)");

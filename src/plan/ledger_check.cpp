@@ -291,7 +291,8 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
       rc.tp.measured = measured_tp_ring(*by_rank[k], where);
       rc.tp.match = times_equals(rc.tp.formula.region, c.steps, rc.tp.measured.region) &&
                     times_equals(rc.tp.formula.regather, c.steps, rc.tp.measured.regather) &&
-                    times_equals(rc.tp.formula.replicated_grads, c.steps, rc.tp.measured.replicated_grads);
+                    times_equals(rc.tp.formula.replicated_grads, c.steps, rc.tp.measured.replicated_grads) &&
+                    times_equals(rc.tp.formula.vocab, c.steps, rc.tp.measured.vocab);
     }
     c.ranks.push_back(rc);
   }

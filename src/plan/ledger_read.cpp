@@ -111,7 +111,10 @@ TpStepBytes measured_tp_ring(const Json& rank, const std::string& where) {
     if (op != "reduce_scatter" && op != "all_gather" && op != "all_reduce") continue;
     const std::string purpose = t.contains("purpose") ? need_string(t, "purpose", w) : "";
     const u64 sent = need_u64(t, "sent_intra", w) + need_u64(t, "sent_inter", w);
-    (purpose == "regather" ? m.regather : purpose == "replicated_grads" ? m.replicated_grads : m.region) += sent;
+    (purpose == "regather"           ? m.regather
+     : purpose == "replicated_grads" ? m.replicated_grads
+     : purpose == "vocab"            ? m.vocab
+                                     : m.region) += sent;
   }
   return m;
 }

@@ -153,13 +153,14 @@ void print_tp(std::ostream& out, const LedgerCheck& c) {
       << (c.sequence_parallel ? " with sequence parallelism" : "") << " (claims C17, C23; plan/tensor_parallel.h):\n"
       << "formula vs comm.totals / " << c.steps << " steps, by purpose\n";
   Table t({"rank", "dp", "tp", "regions formula", "measured", "regather formula", "measured", "replicated grads",
-           "measured", "match"});
+           "measured", "vocab formula", "measured", "match"});
   for (const RankCheck& rc : c.ranks) {
     const TpStepBytes& f = rc.tp.formula;
     const TpStepBytes& m = rc.tp.measured;
     t.row({std::to_string(rc.rank), std::to_string(rc.dp_rank), std::to_string(rc.tp_rank), commas(f.region),
            per_step(m.region, c.steps), commas(f.regather), per_step(m.regather, c.steps), commas(f.replicated_grads),
-           per_step(m.replicated_grads, c.steps), rc.tp.match ? "yes" : "NO"});
+           per_step(m.replicated_grads, c.steps), commas(f.vocab), per_step(m.vocab, c.steps),
+           rc.tp.match ? "yes" : "NO"});
   }
   t.print(out);
   out << "  rank 0's tp collectives per step:\n";
@@ -230,7 +231,8 @@ void print_result(std::ostream& out, const LedgerCheck& c) {
       const TpStepBytes &f = rc.tp.formula, &m = rc.tp.measured;
       out << " " << who << "tp comm (over the run, measured regions " << signed_diff(m.region, f.region * c.steps)
           << " B, regather " << signed_diff(m.regather, f.regather * c.steps) << " B, replicated grads "
-          << signed_diff(m.replicated_grads, f.replicated_grads * c.steps) << " B)";
+          << signed_diff(m.replicated_grads, f.replicated_grads * c.steps) << " B, vocab "
+          << signed_diff(m.vocab, f.vocab * c.steps) << " B)";
     }
     if (c.pp_checked && !rc.pp.match)
       out << " " << who << "pp comm (over the run, measured " << signed_diff(rc.pp.measured, rc.pp.formula * c.steps)

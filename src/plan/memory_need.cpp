@@ -18,7 +18,7 @@ MemoryNeed rank_memory_need(const RunShape& run) {
   const ld elem = run.recipe.mixed == Mixed::none && run.recipe.dtype == Dtype::f64 ? 8 : 4;
   // Ψ_t (plan/tensor_parallel.h), the shard S and the padded Ψ_pad as in shard_layout, in long double so
   // that absurd sizes (which overflow 64 bits) are estimated too, and refused.
-  const ld psi = V * C + T * C + L * (12 * C * C / t + 7 * C / t + 6 * C) + 2 * C + C * V;
+  const ld psi = V * C + T * C + L * (12 * C * C / t + 7 * C / t + 6 * C) + 2 * C + C * V / t;
   const ld G = run.layout.strategy == Strategy::hybrid ? ld(run.layout.ranks_per_node) : ld(run.layout.dp);
   const ld shard = std::ceil(psi / G), padded = G * shard;
   MemoryNeed need;
@@ -30,7 +30,8 @@ MemoryNeed rank_memory_need(const RunShape& run) {
   const bool bf16 = run.recipe.mixed == Mixed::bf16, naive = run.attention == AttentionKernel::naive;
   const bool full_recompute = run.recompute == Recompute::full;
   const ld w = bf16 ? 2 : elem, ws = elem;
-  const ld x = R * C * w, head_rest = R * C * w + 2 * R * ws + R * V * ws;
+  const ld head_probs = run.tp > 1 ? N * V / t : R * V;  // the vocabulary-parallel head: every row, V/t words
+  const ld x = R * C * w, head_rest = R * C * w + 2 * R * ws + head_probs * ws;
   const ld probs = naive && run.recompute != Recompute::selective ? NH * T * N * w : 0;
   const ld rest = 3 * R * C * w + 4 * R * ws + 3 * N * CL * w + probs + (naive ? 0 : NH * N * ws) + N * CL * w +
                   2 * N * F * w;  // LN1, resid_mid, LN2 and their statistics; Q, K, V; attention out; fc, GELU
@@ -39,10 +40,10 @@ MemoryNeed rank_memory_need(const RunShape& run) {
   // A chunk's compute buffers (model/model_chunk.cpp), the tp regions' buffers, the f32 copies of bf16
   // weights and gradients, ZeRO-3's two gathered units, and ring buffers (≤ 1 MB per collective).
   const bool shard_params = is_sharded(run.layout.strategy, Mem::param), sp = run.sequence_parallel;
-  const ld unit = 12 * C * C / t + 7 * C / t + 6 * C + V * C;  // the largest unit: a block or the head
+  const ld unit = 12 * C * C / t + 7 * C / t + 6 * C + V * C / t;  // the largest unit: a block or the head
   const ld chunk = 2 * R * C + N * C + 3 * N * CL + 2 * N * F + (naive ? 2 * T * T : 2.0L * 64 * 256 + 2 * 64) +
                    (naive && (run.recompute == Recompute::selective || bf16) ? NH * T * N : 0) +
-                   (full_recompute ? R * C : 0) + (sp ? 3 * N * C : 0) +
+                   (full_recompute ? R * C : 0) + (sp ? 3 * N * C : 0) + (run.tp > 1 ? 3 * N : 0) +
                    (bf16 ? 4 * R * C + 3 * N * CL + N * CL + 2 * N * F : 0);
   need.workspace =
       elem * chunk + (bf16 && !shard_params ? 4 * padded : 0) +

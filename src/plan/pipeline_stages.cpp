@@ -20,7 +20,7 @@ u64 stage_param_count(const StageShape& s, int stage) {
   if (held[0]) n += V * C + T * C;
   for (size_t l = 1; l + 1 < held.size(); ++l)
     if (held[l]) n += 12 * C * C / t + 7 * C / t + 6 * C;
-  if (held.back()) n += 2 * C + C * V;
+  if (held.back()) n += 2 * C + C * V / t;  // ln_f and this rank's vocabulary rows of lm_head
   return n;
 }
 

@@ -6,7 +6,7 @@
 //
 // Legend: p stages, v model chunks per stage, m micro-batches per step, b micro-batch, s sequence (s/t per
 // rank with sequence parallelism), h hidden, e bytes of a communicated activation (the compute type).
-//   Ψ_stage = Σ of its units: embeddings V·C + T·C, a block 12C²/t + 7C/t + 6C, the head 2C + C·V
+//   Ψ_stage = Σ of its units: embeddings V·C + T·C, a block 12C²/t + 7C/t + 6C, the head 2C + C·V/t
 //   point to point per step: every model chunk but the last sends m activations of b·s·h elements, every
 //   one but the first m gradients of the same size (C22): b·s·h·e per micro-batch per border, p·v − 1
 //   borders when interleaved (p − 1 otherwise); no collectives on pp.

@@ -29,7 +29,7 @@ std::vector<std::pair<u64, bool>> tp_tensor_runs(const GptDims& d, u64 t, const 
                        {4 * C * C / t, false},  // fc-proj columns
                        {C, true}});             // fc-proj's bias
   }
-  if (holds(d.layers + 1)) v.insert(v.end(), {{C, true}, {C, true}, {V * C, true}});  // ln_f, lm_head
+  if (holds(d.layers + 1)) v.insert(v.end(), {{C, true}, {C, true}, {V / t * C, false}});  // ln_f, lm_head rows
   return v;
 }
 
@@ -64,6 +64,21 @@ std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64
     v.push_back(
         {std::move(what), std::move(purpose), op, times, payload, ring_sent_elements(op, counts, rank), elem_bytes});
   };
+  if (s.held.empty() || s.held.back()) {  // the vocabulary-parallel head
+    const u64 rows = s.micro_batch * s.gpt.seq;
+    phase("all-reduces of the parallel cross-entropy's row values (forward: max, Σ exp, target logit)", "vocab",
+          RingOp::all_reduce, A * 3, even_chunks(rows, t), s.act_bytes);
+    if (!s.sequence_parallel) {
+      phase("all-reduce of the head input's gradient (f, backward)", "vocab", RingOp::all_reduce, A, even_chunks(n, t),
+            s.act_bytes);
+    } else {
+      const std::vector<u64> shards(t, n / t);
+      phase("all-gather of the head's input along s (forward, and again for the weight gradient)", "vocab",
+            RingOp::all_gather, A * 2, shards, s.act_bytes);
+      phase("reduce-scatter of the head input's gradient (backward)", "vocab", RingOp::reduce_scatter, A, shards,
+            s.act_bytes);
+    }
+  }
   if (!s.sequence_parallel) {
     const std::vector<u64> chunks = even_chunks(n, t);
     phase("all-reduce of the row-parallel partial sums (g, forward: W^O and fc-proj)", "", RingOp::all_reduce,
@@ -91,6 +106,7 @@ TpStepBytes tp_step_bytes(const std::vector<TpPhase>& phases) {
   for (const TpPhase& p : phases)
     (p.purpose == "regather"           ? b.regather
      : p.purpose == "replicated_grads" ? b.replicated_grads
+     : p.purpose == "vocab"            ? b.vocab
                                        : b.region) += p.bytes();
   return b;
 }

@@ -8,8 +8,8 @@
 // f64; the chapter's C18 uses 2), n = b·s·h the (b, s, h) tensor of one region border.
 //
 // Parameters per tp rank (model/param_layout.h): the column-parallel QKV and fc and the row-parallel W^O
-// and fc-proj split by t, everything else replicated:
-//   Ψ_t = V·C + T·C + L·(12C²/t + 7C/t + 6C) + 2C + C·V
+// and fc-proj split by t, the LM head's vocabulary split by t (V divisible by t), everything else replicated:
+//   Ψ_t = V·C + T·C + L·(12C²/t + 7C/t + 6C) + 2C + C·V/t
 // Traffic per step, per tp rank (ring collectives over t members, claim C8's rule):
 //   tensor parallel   L·A·4 all-reduces of n elements (2 forward + 2 backward, C17), + L·A·2 with full
 //                     recompute (the recomputed forward's two);
@@ -17,7 +17,15 @@
 //                     bytes as the all-reduces, C23), + 2 each per layer with full recompute, + L·A·2
 //                     all-gathers that re-gather each region's input for the weight gradients
 //                     ("regather"), + one all-reduce per step of the replicated tensors' gradients in this
-//                     rank's range ("replicated_grads", gradient bytes).
+//                     rank's range ("replicated_grads", gradient bytes);
+//   + the vocabulary-parallel head ("vocab", on the stage holding the head; N = b·s rows, the head runs
+//                     every position): A·3 all-reduces of N values (Megatron's parallel cross-entropy: the
+//                     row maxima — an all-reduce MAX, the same messages as a sum — the Σ exp and the target
+//                     logits, each in the compute type, e bytes) forward, + A all-reduces of n (f's backward:
+//                     the head input's gradient d_x = Σ_i dlogits_i·W_i); with sequence parallelism instead
+//                     of that all-reduce A·2 all-gathers of n along s (the head's input, forward, and again
+//                     in backward for the weight gradient: only the shard is kept) + A reduce-scatters of n
+//                     (the input gradient). Full recompute re-runs no part of the head: nothing more.
 // Leaves out: the scalar reductions of the loss and the gradient norm, evaluation, checkpoints.
 #pragma once
 
@@ -55,7 +63,7 @@ struct TpShape {
 // One kind of tp collective of a step, as one rank sees it.
 struct TpPhase {
   std::string what;     // e.g. "all-reduce of W^O's partial sums (forward)"
-  std::string purpose;  // the comm ledger's purpose: "", "regather" or "replicated_grads"
+  std::string purpose;  // the comm ledger's purpose: "", "regather", "replicated_grads" or "vocab"
   RingOp op = RingOp::all_reduce;
   std::uint64_t times = 0;     // calls per step
   std::uint64_t payload = 0;   // elements of the buffer per call
@@ -67,10 +75,10 @@ struct TpPhase {
 // The tp phases of one step for tp rank `rank`; [grad_lo, grad_hi) is where its gradients hold their final
 // sums (the whole layout under DP, the shard under ZeRO), for sequence parallelism's replicated gradients.
 std::vector<TpPhase> tp_step_phases(const TpShape& s, std::uint64_t rank, std::uint64_t grad_lo, std::uint64_t grad_hi);
-// Bytes per step by purpose: region traffic (""), "regather", "replicated_grads".
+// Bytes per step by purpose: region traffic (""), "regather", "replicated_grads", "vocab".
 struct TpStepBytes {
-  std::uint64_t region = 0, regather = 0, replicated_grads = 0;
-  std::uint64_t total() const { return region + regather + replicated_grads; }
+  std::uint64_t region = 0, regather = 0, replicated_grads = 0, vocab = 0;
+  std::uint64_t total() const { return region + regather + replicated_grads + vocab; }
 };
 TpStepBytes tp_step_bytes(const std::vector<TpPhase>& phases);
 

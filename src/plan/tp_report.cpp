@@ -28,9 +28,10 @@ void print_states(std::ostream& out, const TpRequest& q, const Recipe& recipe, u
   }
   const u64 psi_t = tp_param_count(*gpt, t), rep = replicated_in_range(*gpt, t, 0, psi_t);
   const PerCategory mine = model_state_bytes(recipe, psi_t);
-  out << "  Ψ_t = V·C + T·C + L·(12C²/t + 7C/t + 6C) + 2C + C·V = " << commas(psi_t) << " of Ψ = " << commas(psi)
+  out << "  Ψ_t = V·C + T·C + L·(12C²/t + 7C/t + 6C) + 2C + C·V/t = " << commas(psi_t) << " of Ψ = " << commas(psi)
       << " (" << commas(rep)
-      << " replicated on every rank: embeddings, LayerNorms, the row-parallel biases, the head)\n"
+      << " replicated on every rank: embeddings, LayerNorms, the row-parallel biases; the LM head is split by\n"
+      << "  vocabulary, V/t rows per rank)\n"
       << "  model states " << commas(mine.total()) << " B per rank against " << commas(whole.total()) << " B whole: 1/"
       << fixed(ld(whole.total()) / mine.total(), 2) << " (Ψ/t would be 1/" << t << ")\n";
 }
@@ -60,6 +61,9 @@ void print_comm(std::ostream& out, const TpRequest& q, const ActivationDims& a) 
          "  inter-node speed the step waits ~"
       << fixed(q.intra_gbps / q.inter_gbps, 0)
       << "× longer for it — tensor parallelism stays inside a node (C18, C19)\n";
+  out << "  + the vocabulary-parallel LM head (V/t rows of it per rank): Megatron's parallel cross-entropy's 3\n"
+         "  all-reduces of b·s numbers (row max, Σ exp, target logit) forward and 1 of b·s·h (the head input's\n"
+         "  gradient) backward, per micro-batch (purpose \"vocab\"; plan/tensor_parallel.h)\n";
   if (q.sequence_parallel)
     out << "  with sequence parallelism each all-reduce becomes an all-gather + a reduce-scatter of the same tensor:\n"
            "  (t−1)/t + (t−1)/t = the same 2(t−1)/t (C23); backward also re-gathers each region's input for the\n"

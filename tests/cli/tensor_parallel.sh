@@ -9,10 +9,13 @@
 #      uninterrupted single process on steps 7..10, f64 tolerance: its step-6 weights carry tp's reorder
 #      noise, ~1e-16, so bit-identity across layouts cannot be asked) and its loss.csv holds exactly 7..10;
 #      a tp-1 checkpoint resumes at tp 2 (with and without SP) the same way;
-#  (3) bad input: heads not divisible by --tp, --sequence-parallel with t = 1, --seq not divisible by --tp
-#      under SP, dp × tp ≠ world, --tp not dividing the world, --ranks-per-node splitting tp partners: exit 2
+#  (3) bad input: heads not divisible by --tp, --vocab not divisible by --tp, --sequence-parallel with
+#      t = 1, --seq not divisible by --tp under SP, dp × tp ≠ world, --tp not dividing the world, --ranks-per-node splitting tp partners: exit 2
 #      within 60 s, exactly one line naming shardlab (the error, from rank 0: mpirun --tag-output says which
 #      rank wrote it), no crash dump; OpenMPI's own banner after it is expected and not counted.
+#  (4) the vocabulary-parallel head's tp bytes (purpose "vocab") and Ψ_t pass `plan --ledger` exactly at tp 2
+#      and tp 2 + SP; a ledger missing one of the parallel cross-entropy's all-reduces per micro-batch (what
+#      a formula counting 2 instead of 3 would predict), or 8 B off, fails it naming the vocab bytes.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 if ! command -v mpirun >/dev/null 2>&1; then echo "FAIL - mpirun exists (no OpenMPI: make deps installs it)"; exit 1; fi
@@ -138,6 +141,7 @@ bad() {
 }
 bad "heads not divisible by --tp" 2 'heads 3 is not divisible by --tp 2' --heads 3 --hidden 33 --tp 2
 bad "heads not divisible by --tp" 4 'heads 2 is not divisible by --tp 4' --tp 4
+bad "--vocab not divisible by --tp" 2 'vocab 255 is not divisible by --tp 2' --vocab 255 --tp 2
 bad "--sequence-parallel with t = 1" 2 'sequence-parallel' --sequence-parallel
 bad "--sequence-parallel with t = 1" 0 'sequence-parallel' --sequence-parallel
 bad "--sequence-parallel with t = 1" 2 'sequence-parallel' --tp 1 --dp 2 --sequence-parallel
@@ -152,5 +156,40 @@ if mpi 2 "$S" train "${R[@]}" --steps 2 --tp 2 --sequence-parallel --out "$C/con
 else
   fail "(3) control: -np 2 --tp 2 --sequence-parallel on the same flags trains" "exit $?: $(last "$C/control.log")"
 fi
+
+# ---------------------------------------------------------------- (4) the vocab-parallel head's bytes
+# vocab_edit DIR NAME PYTHON: DIR's ledger with rank 0's "vocab" all-reduce total edited fails plan --ledger,
+# naming rank 0's vocab bytes.
+vocab_edit() {
+  local dir=$1 name=$2 rc
+  python3 - "$dir/ledger.json" "$tmp/vocab_bad.json" "$3" <<'EOF' || { fail "$name" "could not edit the ledger"; return; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, l = d["model"]["activations"], d["layout"]
+t, steps, A = l["tp"], l["steps"], l["accum"]
+one = 2 * (t - 1) * a["micro_batch"] * a["seq"] // t * 8  # one all-reduce of b·s f64 values, per rank
+e = next(x for x in d["ranks"][0]["comm"]["totals"] if x.get("purpose") == "vocab" and x["op"] == "all_reduce")
+exec(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+  "$S" plan --ledger "$tmp/vocab_bad.json" >"$tmp/vocab_bad.plan" 2>&1
+  rc=$?
+  if [ $rc = 1 ] && grep -Eq "^result: MISMATCH.*rank 0 tp comm.*vocab -" "$tmp/vocab_bad.plan"; then
+    ok "$name"
+  else
+    fail "$name" "exit $rc: $(grep '^result' "$tmp/vocab_bad.plan" || last "$tmp/vocab_bad.plan")"
+  fi
+}
+for run_dir in "$L/tp" "$L/sp"; do
+  what="(4) $(basename "$run_dir")"
+  if "$S" plan --ledger "$run_dir/ledger.json" >"$run_dir.plan" 2>&1 && grep -q "vocab formula" "$run_dir.plan"; then
+    ok "$what: plan --ledger: the \"vocab\" tp bytes and Ψ_t equal the formulas exactly"
+  else
+    fail "$what: plan --ledger" "$(grep '^result' "$run_dir.plan" || last "$run_dir.plan")"
+  fi
+  vocab_edit "$run_dir" "$what: 2 cross-entropy all-reduces per micro-batch instead of 3 fail plan --ledger" \
+    'e["sent_intra"] -= steps * A * one'
+  vocab_edit "$run_dir" "$what: vocab bytes 8 B off fail plan --ledger" 'e["sent_intra"] -= 8'
+done
 
 [ "$fails" = 0 ]

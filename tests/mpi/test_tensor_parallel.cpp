@@ -6,6 +6,11 @@
 //    identity and leave/enter_backward the all-reduce; with SP enter/leave_backward/region_input the
 //    all-gather along s and leave/enter_backward the reduce-scatter along s, with the (B, T, C) packing
 //    (B = 1 and 3); inputs carry the dp coordinate, so a tp group that reached across dp groups would show;
+//  - the vocabulary-parallel LM head (V/t rows of lm_head per rank) with Megatron's parallel cross-entropy
+//    against the unsharded head in f64, with and without SP: the loss (summed over tp under SP, each rank
+//    its own positions), every rank's probability slice (the columns of the whole softmax), the weight
+//    gradient slice (rows of the whole one), the input gradient after head_input_backward (the whole one,
+//    SP: this rank's rows) — |Δ| ≤ 1e-12 · max|tensor| — and the "vocab" purpose's ring bytes per call;
 //  - the whole model's gradients in f64 with dropout on: one process over the whole layout (FlatAccess) vs
 //    the tp-sliced model on the tp group (ModelChunk with the TensorParallelRegions hooks and its slice;
 //    with SP the replicated tensors' gradients all-reduced over tp as the engine does), at tp = 1
@@ -30,6 +35,8 @@
 #include "core/rng.h"
 #include "helpers.h"
 #include "model/activation_policy.h"
+#include "model/cross_entropy.h"
+#include "model/linear.h"
 #include "model/model_chunk.h"
 #include "model/param_layout.h"
 #include "parallel/data_parallel.h"
@@ -154,6 +161,107 @@ void check_seams(Communicator& tp, int g, bool sp, int B) {
     CHECK(differ(out, want.data(), R) == 0);
   }
 }
+
+// ------------------------------------------------------------------------------ vocabulary-parallel head
+
+// Largest |a[i] - b[i]| relative to max |b|.
+double rel_diff(const double* a, const double* b, size_t n) {
+  double d = 0, m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    d = std::max(d, std::fabs(a[i] - b[i]));
+    m = std::max(m, std::fabs(b[i]));
+  }
+  return m > 0 ? d / m : d;
+}
+
+void check_vocab_head(Communicator& tp, bool sp) {
+  const int t = tp.size(), r = tp.rank(), B = 2, T = 8, C = 6, V = 24, Vl = V / t, v0 = r * Vl;
+  const int N = B * T, Tl = sp ? T / t : T, t0 = sp ? r * Tl : 0, R = B * Tl;
+  const double scale = 1.0 / N;
+  INFO("t = " << t << ", tp rank " << r << ", sequence parallel " << sp);
+  CommLedger comm;
+  tp.set_ledger(&comm);
+  // The whole problem, the same on every rank: the head's input X (N, C), lm_head W (V, C), targets.
+  std::vector<double> X(size_t(N) * C), W(size_t(V) * C);
+  for (size_t i = 0; i < X.size(); ++i) X[i] = std::sin(0.37 * double(i) + 0.1);
+  for (size_t i = 0; i < W.size(); ++i) W[i] = 0.8 * std::cos(0.53 * double(i) + 0.2);
+  std::vector<int32_t> targets(N);
+  for (int n = 0; n < N; ++n) targets[n] = (n * 7 + 3) % V;  // every slice owns some targets
+  // Unsharded: logits, softmax cross-entropy, its backward, the two GEMM gradients.
+  std::vector<double> probs(size_t(N) * V), dX(size_t(N) * C), dW(size_t(V) * C, 0.0);
+  linear_forward(probs.data(), X.data(), W.data(), static_cast<const double*>(nullptr), N, C, V);
+  const double loss = cross_entropy_forward(probs.data(), targets.data(), N, V);
+  const std::vector<double> whole_probs = probs;
+  cross_entropy_backward(probs.data(), targets.data(), N, V, scale);
+  linear_backward(dX.data(), dW.data(), static_cast<double*>(nullptr), probs.data(), X.data(), W.data(), N, C, V);
+
+  // Sharded: this rank's rows of W, its residual rows of X (SP: its positions), the seams of the regions.
+  MemoryLedger ledger;
+  TensorParallelRegions<double> regions(tp, sp, size_t(N), C, ledger);
+  BlockDims d;
+  d.B = B;
+  d.T = T;
+  d.C = C;
+  d.T_local = Tl;
+  d.first_position = t0;
+  std::vector<double> Wl(W.begin() + size_t(v0) * C, W.begin() + size_t(v0 + Vl) * C), x_local(size_t(R) * C);
+  for (int b = 0; b < B; ++b)
+    std::memcpy(&x_local[size_t(b) * Tl * C], &X[(size_t(b) * T + t0) * C], sizeof(double) * Tl * C);
+  std::vector<double> full(size_t(N) * C), p(size_t(N) * Vl), stats(3 * size_t(N)), dXl(size_t(N) * C);
+  std::vector<double> dWl(size_t(Vl) * C, 0.0);
+  const double* in = regions.head_input(x_local.data(), full.data(), d);
+  REQUIRE(differ(in, X.data(), size_t(N) * C) == 0);  // f: the same X; SP: X gathered along s, exactly
+  linear_forward(p.data(), in, Wl.data(), static_cast<const double*>(nullptr), N, C, Vl);
+  double mine = vocab_parallel_cross_entropy_forward(
+      p.data(), targets.data(), N, Vl, v0, stats.data(), [&](double* x, size_t n) { regions.vocab_max(x, n); },
+      [&](double* x, size_t n) { regions.vocab_sum(x, n); },
+      [&](int n) { return !sp || (n % T >= t0 && n % T < t0 + Tl); });
+  double sharded_loss = mine;
+  if (sp) {  // each rank its own positions' loss: summed over tp, as the engine does
+    sharded_loss = 0;
+    for (double v : tp.all_gather_value(mine)) sharded_loss += v;
+  }
+  CHECK(std::fabs(sharded_loss - loss) <= kRtol * std::fabs(loss));
+  // Forward: the probability slice is the whole softmax's columns [v0, v0 + Vl).
+  std::vector<double> want_p(size_t(N) * Vl);
+  for (int n = 0; n < N; ++n)
+    std::memcpy(&want_p[size_t(n) * Vl], &whole_probs[size_t(n) * V + v0], sizeof(double) * Vl);
+  CHECK(rel_diff(p.data(), want_p.data(), want_p.size()) <= kRtol);
+  // Backward: d_logits slice, the weight gradient slice (no communication), the input gradient summed.
+  vocab_parallel_cross_entropy_backward(p.data(), targets.data(), N, Vl, v0, scale);
+  const double* in2 = regions.head_input(x_local.data(), full.data(), d);  // SP: gathered again
+  linear_backward(dXl.data(), dWl.data(), static_cast<double*>(nullptr), p.data(), in2, Wl.data(), N, C, Vl);
+  const std::vector<double> want_dW(dW.begin() + size_t(v0) * C, dW.begin() + size_t(v0 + Vl) * C);
+  CHECK(rel_diff(dWl.data(), want_dW.data(), want_dW.size()) <= kRtol);
+  regions.head_input_backward(dXl.data(), d);
+  std::vector<double> want_dX(size_t(R) * C);
+  for (int b = 0; b < B; ++b)
+    std::memcpy(&want_dX[size_t(b) * Tl * C], &dX[(size_t(b) * T + t0) * C], sizeof(double) * Tl * C);
+  CHECK(rel_diff(dXl.data(), want_dX.data(), want_dX.size()) <= kRtol);
+  // The tp traffic, all of it under purpose "vocab": 3 all-reduces of N values, then f's all-reduce of
+  // N·C (SP: 2 all-gathers + 1 reduce-scatter of it) — ring bytes per rank, as plan/tensor_parallel.h.
+  const uint64_t e = sizeof(double), ar_rows = 2 * uint64_t(N) * (t - 1) / t;  // N divisible by t here
+  const uint64_t nc = uint64_t(N) * C, head = sp ? 3 * nc * (t - 1) / t : 2 * nc * (t - 1) / t;
+  uint64_t sent = 0;
+  for (const CommCall& c : comm.calls())
+    if (c.purpose == "vocab") sent += c.sent();
+  CHECK(sent == (3 * ar_rows + head) * e);
+  tp.set_ledger(nullptr);
+}
+
+}  // namespace
+
+TEST_CASE("tensor parallel: the vocabulary-parallel head and parallel cross-entropy equal the unsharded head (f64)",
+          "[tensor_parallel][vocab]") {
+  const int W = world_size();
+  for (int t : {2, 4}) {
+    if (W % t != 0) continue;  // this t does not fit the world
+    ProcessGrid grid(GridSizes{0, t, 1, 1, 1}, 0, nullptr, nullptr, CommImpl::ring);
+    for (bool sp : {false, true}) check_vocab_head(grid.comm(Axis::tp), sp);
+  }
+}
+
+namespace {
 
 // ------------------------------------------------------------------------------------------ gradients
 

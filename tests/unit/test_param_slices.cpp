@@ -7,8 +7,8 @@
 //  - place_slices of all t ranks' stores rebuilds the whole store exactly (8-, 4- and 2-byte elements,
 //    every element distinct, so a misplaced or missing run shows);
 //  - Ψ_t of the local layout = plan::tp_param_count, and the layout's tensors are plan::tp_tensor_runs;
-//  - replicated() flags exactly the embeddings, the LayerNorms, attn.proj.bias, mlp.proj.bias, ln_f and
-//    lm_head; the sequence-parallel flag changes no tensor;
+//  - replicated() flags exactly the embeddings, the LayerNorms, attn.proj.bias, mlp.proj.bias and ln_f
+//    (lm_head is vocabulary-parallel: rows [r·V/t, (r+1)·V/t)); the sequence-parallel flag changes no tensor;
 //  - column-parallel fc + GELU and row-parallel fc-proj against the unsharded layers in f64 (≤ 1e-12),
 //    forward and backward: concatenated outputs, Σ of partial sums, Σ of partial input gradients, weight
 //    gradients that are slices of the unsharded ones;
@@ -39,14 +39,14 @@ using namespace shardlab;
 
 namespace {
 
-// Not square anywhere: C = 24 (4 heads of 6), V = 13, T = 5, so a transposed index would show.
+// Not square anywhere: C = 24 (4 heads of 6), V = 20, T = 5, so a transposed index would show.
 GPTConfig slice_config() {
   GPTConfig c;
   c.layers = 2;
   c.hidden = 24;
   c.heads = 4;
   c.seq = 5;
-  c.vocab = 13;
+  c.vocab = 20;  // divisible by t = 2 and 4: the LM head's vocabulary rows
   return c;
 }
 
@@ -59,6 +59,7 @@ bool ends_with(const std::string& s, const char* suffix) {
 //   attn.qkv   rows of this rank's heads: head h owns rows [3·HD·h, 3·HD·(h+1)) ([q_h | k_h | v_h])
 //   attn.proj  the columns that multiply those heads: [HD·h0, HD·(h0 + NH/t))
 //   mlp.fc     rows [r·4C/t, (r+1)·4C/t);  mlp.proj the same columns
+//   lm_head    rows [r·V/t, (r+1)·V/t)     (the vocabulary-parallel head)
 // and every other tensor whole on every rank.
 struct Part {
   enum Kind { whole, rows, cols } kind = whole;
@@ -72,6 +73,7 @@ Part partition(const std::string& name, const GPTConfig& cfg, int t, int r) {
   if (ends_with(name, ".attn.proj.weight")) return {Part::cols, HD * h0, HD * nh};
   if (ends_with(name, ".mlp.fc.weight") || ends_with(name, ".mlp.fc.bias")) return {Part::rows, F * r, F};
   if (ends_with(name, ".mlp.proj.weight")) return {Part::cols, F * r, F};
+  if (name == "lm_head.weight") return {Part::rows, cfg.vocab / t * r, cfg.vocab / t};
   return {};
 }
 
@@ -79,7 +81,7 @@ Part partition(const std::string& name, const GPTConfig& cfg, int t, int r) {
 bool expect_replicated(const std::string& n) {
   return n == "tok_emb" || n == "pos_emb" || ends_with(n, ".ln1.weight") || ends_with(n, ".ln1.bias") ||
          ends_with(n, ".ln2.weight") || ends_with(n, ".ln2.bias") || ends_with(n, ".attn.proj.bias") ||
-         ends_with(n, ".mlp.proj.bias") || n == "ln_f.weight" || n == "ln_f.bias" || n == "lm_head.weight";
+         ends_with(n, ".mlp.proj.bias") || n == "ln_f.weight" || n == "ln_f.bias";
 }
 
 // Shape of the whole tensor (from the unsliced layout), as (rows, cols); a vector is (n, 1).
@@ -267,9 +269,9 @@ TEST_CASE("tp slices: Ψ_t is the planner's, and exactly the issue's tensors are
       INFO("t = " << t << ", rank " << r);
       const ParamLayout local(cfg, ModelSlice{t, r});
       CHECK(local.total() == plan::tp_param_count(dims, t));
-      // Ψ_t = V·C + T·C + L·(12C²/t + 7C/t + 6C) + 2C + C·V, by hand.
+      // Ψ_t = V·C + T·C + L·(12C²/t + 7C/t + 6C) + 2C + C·V/t, by hand.
       const size_t V = cfg.vocab, T = cfg.seq, C = cfg.hidden, L = cfg.layers;
-      CHECK(local.total() == V * C + T * C + L * (12 * C * C / t + 7 * C / t + 6 * C) + 2 * C + C * V);
+      CHECK(local.total() == V * C + T * C + L * (12 * C * C / t + 7 * C / t + 6 * C) + 2 * C + C * V / t);
       REQUIRE(runs.size() == local.tensors().size());
       size_t flagged = 0;
       for (size_t k = 0; k < runs.size(); ++k) {
@@ -280,7 +282,7 @@ TEST_CASE("tp slices: Ψ_t is the planner's, and exactly the issue's tensors are
         CHECK(s.replicated() == expect_replicated(s.name));
         flagged += s.replicated();
       }
-      CHECK(flagged == 2 + 6 * size_t(cfg.layers) + 3);  // embeddings, 6 per block, ln_f ×2 and lm_head
+      CHECK(flagged == 2 + 6 * size_t(cfg.layers) + 2);  // embeddings, 6 per block, ln_f ×2
       // Sequence parallelism splits activations, not parameters: the same layout.
       const ParamLayout sp(cfg, ModelSlice{t, r, true});
       REQUIRE(sp.tensors().size() == local.tensors().size());
