@@ -6,6 +6,9 @@
 // embedding gradients ACCUMULATE (pre-filled with known values, subtracted afterwards).
 // Forwards are also checked against naive loops where FD cannot see a mistake (causality, dropout
 // mask, softmax stability), and the f32 instantiation against f64 on the same (cast) inputs.
+// GCC 12 warns that an AVX-512 store Eigen inlines into layernorm_forward may pass the end of the
+// 15-float test vectors; Eigen takes that path only for full 16-float packets (a false positive).
+#pragma GCC diagnostic ignored "-Warray-bounds"
 #include <catch2/catch.hpp>
 
 #include <algorithm>
