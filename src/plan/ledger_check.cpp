@@ -160,6 +160,45 @@ void read_layout(const Json& j, LedgerCheck* c) {
       c->layout_rows.push_back(row);
     }
 }
+// The ledger's pipeline section (written from the run's slots, report/pipeline_report.h) must describe
+// the run's own schedule: the same stages, micro-batches, kind and chunks, and — exactly, being computed
+// the same way — that schedule's bubble (f = 1, b = 2 and equal costs), the formula and the stash.
+// The measured numbers (wall clock) are the run's; `shardlab trace` checks them against the slots.
+void check_pipeline_section(const Json& j, const LedgerCheck& c) {
+  if (!j.contains("pipeline")) {
+    if (c.pp > 1)
+      throw std::runtime_error("a pipeline ledger (layout.pp " + std::to_string(c.pp) + ") has no \"pipeline\"");
+    return;
+  }
+  const Json& p = j.at("pipeline");
+  const std::string where = "pipeline";
+  if (!p.is_object()) throw std::runtime_error("\"pipeline\" must be an object");
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
+  parse_schedule(c.schedule, &kind);
+  const u64 m = c.layout.accum;
+  if (need_u64(p, "stages", where) != u64(c.pp) || need_u64(p, "micro_batches", where) != m ||
+      need_u64(p, "virtual_stages", where) != u64(c.virtual_stages) || !p.contains("schedule") ||
+      p.at("schedule") != c.schedule)
+    throw std::runtime_error("the pipeline section describes another schedule than layout's (pp " +
+                             std::to_string(c.pp) + ", " + c.schedule + ", " + std::to_string(m) +
+                             " micro-batches, virtual stages " + std::to_string(c.virtual_stages) + ")");
+  const std::vector<StageActions> actions = make_schedule(kind, c.pp, static_cast<int>(m), c.virtual_stages);
+  const Timeline ideal = simulate(actions, c.virtual_stages, 1, 2), equal = simulate(actions, c.virtual_stages, 1, 1);
+  auto number = [&](const char* key) {
+    if (!p.contains(key) || !p.at(key).is_number())
+      throw std::runtime_error("pipeline." + std::string(key) + " is missing");
+    return p.at(key).get<double>();
+  };
+  if (number("bubble_schedule") != ideal.bubble_fraction() ||
+      number("bubble_schedule_equal") != equal.bubble_fraction() ||
+      number("bubble_formula") != bubble_formula(kind, c.pp, static_cast<int>(m), c.virtual_stages))
+    throw std::runtime_error(
+        "the pipeline section's bubbles are not its schedule's (bubble_schedule, "
+        "bubble_schedule_equal, bubble_formula)");
+  if (!p.contains("stash_schedule") || p.at("stash_schedule") != Json(ideal.stash))
+    throw std::runtime_error("pipeline.stash_schedule is not the schedule's stash per stage");
+}
+
 }  // namespace
 
 bool RankCheck::activations_match() const {
@@ -217,6 +256,7 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
                                                  c.schedule, c.pp_layers);
         !why.empty())
       throw std::runtime_error("layout: " + why);
+  if (c.pp > 1 || j.contains("pipeline")) check_pipeline_section(j, c);
   std::vector<const Json*> by_rank(checked, nullptr);
   for (const Json& r : ranks) {
     if (!r.is_object() || !r.contains("rank") || !r.at("rank").is_number_unsigned()) continue;

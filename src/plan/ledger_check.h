@@ -15,11 +15,13 @@
 // With tensor parallelism (layout.tp > 1): every rank of the dp × tp grid; model states of Ψ_t, the
 // ledger's model.params against Ψ_t; the dp formulas over the dp group of ranks holding the same slice
 // (ranks_per_node / tp of them per node); and each rank's ring bytes on axis "tp", purpose by purpose
-// (the regions, "regather", "replicated_grads"), against plan/tensor_parallel.h.
+// (the regions, "regather", "replicated_grads", "vocab"), against plan/tensor_parallel.h.
 //
 // With pipeline stages (layout.pp > 1): each rank against its stage — Ψ of its units, the activation items
 // of its blocks (the head's only on the last stage) and the peak its schedule leaves, and its point-to-point
-// bytes on axis "pp" (plan/pipeline_stages.h).
+// bytes on axis "pp" (plan/pipeline_stages.h). The ledger's "pipeline" section must describe the layout's
+// schedule, with that schedule's bubbles, formula and stash exactly (a ledger that disagrees is refused);
+// its measured, wall-clock numbers are not formulas (`shardlab trace` checks them against the slots).
 //
 // Leaves out: other memory peaks (workspace is not a formula), other ops on the dp and tp axes (e.g. the
 // loss's "all_gather_value"), other axes (PP/CP/EP), and the comm bytes of "mpi" runs (MPI's internal

@@ -9,7 +9,8 @@
 #      within 20 s with one line naming ledger.json, never a hang, a raw JSON exception or a grid of garbage;
 #      the untouched section still prints every stage;
 #  (3) `plan --ledger` of an edited pp/tp ledger: sizes no run can have (layers 10^9, accum 10^9, heads 0,
-#      hidden 0, heads not dividing hidden) are one line and exit 2 within 20 s (never a hang); a stage's
+#      hidden 0, heads not dividing hidden) and a pipeline section that is not the layout's schedule (removed,
+#      its bubble, stash or micro-batches edited) are one line and exit 2 within 20 s (never a hang); a stage's
 #      parameter count changed is a MISMATCH (exit 1); the 8-rank 3D ledger (recompute full, flash, ZeRO-3)
 #      matches;
 #  (4) `plan --pp` keeps the trainer's pipeline rules: more stages (× virtual stages) than layers, interleaved
@@ -196,6 +197,10 @@ plan_edited "model.activations.layers 10^9 (pp 1, dp 4)" 2 "model.activations.la
 plan_edited "model.activations.layers 10^9" 2 "layers = 1000000000 is not in" 'A["layers"] = 10**9'
 plan_edited "layout.accum 10^9" 2 "layout.accum = 1000000000 .* is more than the 8192 a run can have" 'L["accum"] = 10**9'
 plan_edited "layout.accum 10^12" 2 "layout.accum = 1000000000000 " 'L["accum"] = 10**12'
+plan_edited "pipeline section removed" 2 'a pipeline ledger \(layout.pp 2\) has no "pipeline"' 'del j["pipeline"]'
+plan_edited "pipeline.bubble_schedule + 0.01" 2 "bubbles are not its schedule's" 'j["pipeline"]["bubble_schedule"] += 0.01'
+plan_edited "pipeline.stash_schedule edited" 2 "stash_schedule is not the schedule's" 'j["pipeline"]["stash_schedule"][0] += 1'
+plan_edited "pipeline.micro_batches + 1" 2 "describes another schedule" 'j["pipeline"]["micro_batches"] += 1'
 plan_edited "heads 0" 2 "model.activations.heads = 0 is not in" 'A["heads"] = 0'
 plan_edited "hidden 0" 2 "model.activations.hidden = 0 is not in" 'A["hidden"] = 0'
 plan_edited "hidden 33 (heads 2)" 2 "heads 2 does not divide hidden 33" 'A["hidden"] = 33'
