@@ -1,9 +1,9 @@
 // The run's outputs, with one owner outside the training loop: when the run starts, config.json and
 // config.toml (which `--config` reads back) and a fresh or continued loss.csv; after every step, its
 // loss.csv row, the progress display and, at their cadence, checkpoints; when it ends, loss.svg,
-// ledger.json, schedule.svg (pipelines), trace.json and the closing summary. The loop only hands over each step's numbers, so
-// schedules can reorder forward and backward work without touching any output code.
-// Rank 0 writes the files; saving a checkpoint and gathering ledgers and traces are collective.
+// ledger.json, schedule.svg (pipelines), trace.json and the closing summary. The loop only hands over each step's
+// numbers, so schedules can reorder forward and backward work without touching any output code. Rank 0 writes the
+// files; saving a checkpoint and gathering ledgers and traces are collective.
 #pragma once
 #include <cstdint>
 #include <functional>
