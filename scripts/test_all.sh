@@ -14,7 +14,8 @@ suite() {  # suite NAME COMMAND...
 }
 suite "unit tests" build/unit_tests
 for t in tests/cli/*.sh; do
-  [ "$(basename "$t")" = lib.sh ] || suite "cli $(basename "$t" .sh)" bash "$t"
+  case "$(basename "$t")" in lib*.sh) continue ;; esac  # sourced helpers, not suites
+  suite "cli $(basename "$t" .sh)" bash "$t"
 done
 suite "mpi tests (no mpirun; np 1, 2, 3, 4, 8)" bash scripts/mpi_tests.sh build/mpi_tests
 suite "lessons" bash scripts/run_lessons.sh
