@@ -134,13 +134,16 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
   const T* fc = use(rec.fc, ws.fc);
   const T* gelu = use(rec.gelu, ws.gelu);
 
-  // MLP branch. ws.d_res holds d(out).
-  const T* d_mlp_out = ws.d_res;
-  if (drop.mlp.active()) {
+  // A sublayer's output gradient from the residual stream's: through its dropout (the same mask, regenerated).
+  auto through_dropout = [&](const Dropout& dr) -> const T* {
+    if (!dr.active()) return ws.d_res;
     std::memcpy(ws.d_tmp, ws.d_res, RC * sizeof(T));
-    drop.mlp.apply_activation(ws.d_tmp, B, d.T_local);
-    d_mlp_out = ws.d_tmp;
-  }
+    dr.apply_activation(ws.d_tmp, B, d.T_local);
+    return ws.d_tmp;
+  };
+
+  // MLP branch. ws.d_res holds d(out).
+  const T* d_mlp_out = through_dropout(drop.mlp);
   const T* dy2 = hooks.leave_backward(d_mlp_out, ws.full_b, d);
   linear_backward(ws.d_gelu, g.fcproj_w, N == R ? g.fcproj_b : static_cast<T*>(nullptr), dy2, gelu, w.fcproj_w, N, F,
                   C);
@@ -152,12 +155,7 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
                      C);  // ws.d_res = d(resid_mid)
 
   // Attention branch.
-  const T* d_proj_out = ws.d_res;
-  if (drop.proj.active()) {
-    std::memcpy(ws.d_tmp, ws.d_res, RC * sizeof(T));
-    drop.proj.apply_activation(ws.d_tmp, B, d.T_local);
-    d_proj_out = ws.d_tmp;
-  }
+  const T* d_proj_out = through_dropout(drop.proj);
   const T* dy1 = hooks.leave_backward(d_proj_out, ws.full_b, d);
   T* d_atty = ws.d_fc;  // reuse: (N, CL) fits in (N, F)
   linear_backward(d_atty, g.proj_w, N == R ? g.proj_b : static_cast<T*>(nullptr), dy1, atty, w.proj_w, N, CL, C);
