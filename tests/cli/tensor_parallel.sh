@@ -18,7 +18,7 @@
 #      a formula counting 2 instead of 3 would predict), or 8 B off, fails it naming the vocab bytes.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
-source "$(dirname "$0")/lib_layouts.sh"  # mpi, run, compare_runs, steps_are (over the flags R below)
+source "$(dirname "$0")/lib_layouts.sh"  # mpi, run, compare_runs, steps_are, bad (over the flags R below)
 
 # Constant lr after a 2-step warmup, so --steps does not change the schedule of the steps both runs have.
 R=(--layers 1 --hidden 32 --heads 2 --seq 32 --eval-windows 0 --progress none --data "$tmp/small.txt"
@@ -67,40 +67,6 @@ fi
 # ---------------------------------------------------------------- (3) bad input
 C=$tmp/bad
 mkdir -p "$C"
-# bad NAME NP PATTERN FLAGS...: exit 2, exactly one stderr/stdout line naming shardlab — the error, from
-# rank 0, matching PATTERN (extended regex) — and no crash dump. NP 0: the binary alone, without mpirun.
-bad() {
-  local name=$1 np=$2 pattern=$3 rc why=() lines
-  shift 3
-  if [ "$np" = 0 ]; then
-    timeout -k 5 60 "$S" train "${R[@]}" --steps 2 "$@" --out "$C/run" >"$C/out" 2>&1 </dev/null
-  else
-    timeout -k 5 60 bash scripts/mpirun.sh --tag-output -np "$np" "$S" train "${R[@]}" --steps 2 "$@" --out "$C/run" \
-      >"$C/out" 2>&1 </dev/null
-  fi
-  rc=$?
-  [ "$rc" = 2 ] || why+=("exit $rc, expected 2$([ "$rc" = 124 ] || [ "$rc" = 137 ] && echo ': no exit within 60 s')")
-  lines=$(grep 'shardlab' "$C/out")
-  if [ "$(grep -c 'shardlab' "$C/out")" != 1 ]; then
-    why+=("$(grep -c 'shardlab' "$C/out") lines name shardlab, expected 1: $(echo "$lines" | head -n 4 | tr '\n' '|')")
-  else
-    grep -q 'error' <<<"$lines" || why+=("the line is no error: '$lines'")
-    grep -Eq -- "$pattern" <<<"$lines" || why+=("error does not match /$pattern/: '$lines'")
-    if [ "$np" != 0 ] && ! grep -q '^\[[0-9]*,0\]<stderr>:shardlab train: error' <<<"$lines"; then
-      why+=("not rank 0's stderr: '$lines'")
-    fi
-  fi
-  if grep -Eiq 'MPI_ABORT|segmentation|core dumped|terminate called' "$C/out"; then
-    why+=("crash dump: $(grep -Eih 'MPI_ABORT|segmentation|core dumped|terminate called' "$C/out" | head -n 2 | tr '\n' '|')")
-  fi
-  local where="-np $np"
-  [ "$np" = 0 ] && where="no mpirun"
-  if [ ${#why[@]} = 0 ]; then
-    ok "(3) $name ($where $*): exit 2, one error from rank 0: '$(sed 's/^\[[0-9,]*\]<stderr>://' <<<"$lines" | cut -c1-90)'"
-  else
-    fail "(3) $name ($where $*)" "$(printf '%s; ' "${why[@]}" | sed 's/; $//')"
-  fi
-}
 bad "heads not divisible by --tp" 2 'heads 3 is not divisible by --tp 2' --heads 3 --hidden 33 --tp 2
 bad "heads not divisible by --tp" 4 'heads 2 is not divisible by --tp 4' --tp 4
 bad "--vocab not divisible by --tp" 2 'vocab 255 is not divisible by --tp 2' --vocab 255 --tp 2
