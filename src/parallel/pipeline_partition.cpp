@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "parallel/schedule.h"
+
 namespace shardlab {
 
 namespace {
@@ -43,12 +45,10 @@ std::string pipeline_problem(int layers, int pp, int v, const std::string& sched
   const std::string P = std::to_string(pp), V = std::to_string(v), L = std::to_string(layers);
   if (pp < 1) return "--pp must be at least 1";
   if (v < 1) return "--virtual-stages must be at least 1";
-  if (schedule == "interleaved" && pp < 2)
-    return "--schedule interleaved needs --pp 2 or more (one stage has no neighbour to interleave with)";
-  if (schedule == "interleaved" && v < 2)
-    return "--schedule interleaved gives every stage several model chunks: add --virtual-stages 2 or more";
-  if (schedule != "interleaved" && v > 1)
-    return "--virtual-stages " + V + " needs --schedule interleaved (gpipe and 1f1b hold one chunk per stage)";
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
+  parse_schedule(schedule, &kind);
+  // The schedule's own rules (stages and chunks; any m that is a multiple of pp is fine here).
+  if (std::string why = schedule_shape_problem(kind, pp, pp, v); !why.empty()) return why;
   const int64_t chunks = int64_t(pp) * v;  // in 64 bits: --pp and --virtual-stages may each be near 2^31
   if (chunks > layers)
     return "--pp " + P + (v > 1 ? " × --virtual-stages " + V : "") + " = " + std::to_string(chunks) +

@@ -257,8 +257,11 @@ std::string schedule_shape_problem(ScheduleKind kind, int p, int m, int v) {
   if (p < 1 || m < 1 || v < 1) return "stages, micro-batches and virtual stages must all be at least 1";
   if (kind == ScheduleKind::interleaved && p < 2)
     return "--schedule interleaved needs --pp 2 or more (one stage has no neighbour to interleave with)";
-  if (kind == ScheduleKind::interleaved && v < 2) return "--schedule interleaved needs --virtual-stages 2 or more";
-  if (kind != ScheduleKind::interleaved && v > 1) return "--virtual-stages needs --schedule interleaved";
+  if (kind == ScheduleKind::interleaved && v < 2)
+    return "--schedule interleaved gives every stage several model chunks: add --virtual-stages 2 or more";
+  if (kind != ScheduleKind::interleaved && v > 1)
+    return "--virtual-stages " + std::to_string(v) +
+           " needs --schedule interleaved (gpipe and 1f1b hold one chunk per stage)";
   if (kind == ScheduleKind::interleaved && m % p != 0)
     return "--schedule interleaved runs micro-batches in groups of --pp " + std::to_string(p) + ": --micro-batches " +
            std::to_string(m) + " is not a multiple of it";
