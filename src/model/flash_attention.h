@@ -22,14 +22,9 @@
 #include "core/gemm.h"
 #include "model/attention.h"
 #include "model/dropout.h"
+#include "model/flash_blocks.h"
 
 namespace shardlab {
-
-constexpr int kFlashQueryBlock = 64, kFlashKeyBlock = 256;
-static_assert(kFlashKeyBlock % kFlashQueryBlock == 0, "every visited key block then holds ≥ 1 key of each query row");
-
-// Scratch elements the pair needs: two (query block × key block) tiles and two rows of statistics.
-inline size_t flash_scratch_elements() { return 2 * size_t(kFlashQueryBlock) * kFlashKeyBlock + 2 * kFlashQueryBlock; }
 
 // out (B, T, C), lse (B, NH, T), qkv (B, T, 3C); scratch: flash_scratch_elements().
 template <class T>

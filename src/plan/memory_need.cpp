@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "model/flash_blocks.h"
+
 namespace shardlab::plan {
 
 MemoryNeed rank_memory_need(const RunShape& run) {
@@ -41,7 +43,7 @@ MemoryNeed rank_memory_need(const RunShape& run) {
   // weights and gradients, ZeRO-3's two gathered units, and ring buffers (≤ 1 MB per collective).
   const bool shard_params = is_sharded(run.layout.strategy, Mem::param), sp = run.sequence_parallel;
   const ld unit = 12 * C * C / t + 7 * C / t + 6 * C + V * C / t;  // the largest unit: a block or the head
-  const ld chunk = 2 * R * C + N * C + 3 * N * CL + 2 * N * F + (naive ? 2 * T * T : 2.0L * 64 * 256 + 2 * 64) +
+  const ld chunk = 2 * R * C + N * C + 3 * N * CL + 2 * N * F + (naive ? 2 * T * T : ld(flash_scratch_elements())) +
                    (naive && (run.recompute == Recompute::selective || bf16) ? NH * T * N : 0) +
                    (full_recompute ? R * C : 0) + (sp ? 3 * N * C : 0) + (run.tp > 1 ? 3 * N : 0) +
                    (bf16 ? 4 * R * C + 3 * N * CL + N * CL + 2 * N * F : 0);
