@@ -21,6 +21,12 @@ struct PipelinePartition {
   int local_index(int k) const { return k / stages; }
   // Which of the layout's units (0 embeddings, 1…L blocks, L+1 final LN + head) a stage holds.
   std::vector<bool> held_units(int stage) const;
+  // How many blocks a stage holds, over all its chunks.
+  int blocks_of(int stage) const {
+    int n = 0;
+    for (int c = 0; c < virtual_stages; ++c) n += chunk(stage, c).end_block - chunk(stage, c).first_block;
+    return n;
+  }
 };
 
 // "" if the layers can be split this way, else one sentence naming the flag.

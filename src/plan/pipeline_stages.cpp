@@ -24,12 +24,7 @@ u64 stage_param_count(const StageShape& s, int stage) {
   return n;
 }
 
-int stage_blocks(const StageShape& s, int stage) {
-  const PipelinePartition part = stage_partition(s);
-  int n = 0;
-  for (int c = 0; c < part.virtual_stages; ++c) n += part.chunk(stage, c).end_block - part.chunk(stage, c).first_block;
-  return n;
-}
+int stage_blocks(const StageShape& s, int stage) { return stage_partition(s).blocks_of(stage); }
 
 u64 stage_p2p_sent_bytes(const StageShape& s, int stage, u64 b, u64 m, u64 e) {
   const PipelinePartition part = stage_partition(s);

@@ -47,11 +47,7 @@ plan::MemoryNeed memory_need(const TrainConfig& cfg, int world) {
     const Timeline t =
         simulate(make_schedule(kind, cfg.pp, std::max(m, 1), cfg.virtual_stages), cfg.virtual_stages, 1, 2);
     run.pp = static_cast<uint64_t>(cfg.pp);
-    for (int s = 0; s < cfg.pp; ++s) {
-      int blocks = 0;
-      for (int c = 0; c < part.virtual_stages; ++c) blocks += part.chunk(s, c).end_block - part.chunk(s, c).first_block;
-      run.stage_blocks = std::max<uint64_t>(run.stage_blocks, blocks);
-    }
+    for (int s = 0; s < cfg.pp; ++s) run.stage_blocks = std::max<uint64_t>(run.stage_blocks, part.blocks_of(s));
     for (int x : t.stash)
       run.stash = std::max<uint64_t>(run.stash, (x + part.virtual_stages - 1) / part.virtual_stages);
   }
