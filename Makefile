@@ -1,15 +1,41 @@
 # shardlab — every entry point: deps, build, run, test, lessons, bench.
-#   make deps     install missing system packages (apt-get as root, sudo otherwise)
-#   make          build build/shardlab (mpicxx -O3)
-#   make run      train the default model on the default corpus, data parallel over every core
-#   make test     unit tests, MPI tests and every lesson
-#   make lessons  every lessons/NN_*/run
-#   make bench    throughput and GEMM-efficiency benchmarks
+#   make deps          install missing system packages (apt-get as root, sudo otherwise)
+#   make               build build/shardlab (mpicxx -O3, one compiler per core)
+#   make run           train the default model on the default corpus, data parallel over every core
+#   make test          unit tests, command-line tests, MPI tests and every lesson
+#   make test-kernels  the bit-identity suites under every OpenBLAS kernel this CPU can run
+#   make test-two-hosts  dp 2 × tp 2 over TCP between two network namespaces (root)
+#   make lessons       every lessons/NN_*/run
+#   make bench         throughput and GEMM-efficiency benchmarks
 
+# The instruction set the build targets. Every x86-64 CPU with AVX2 and FMA gets the same one (the
+# x86-64-v2 base plus AVX2 and FMA), so a run computes the same bits on all of them — given the same
+# GEMM kernel (core/blas_kernel.h; the tests pin OpenBLAS's Haswell kernel) — whatever wider vectors a
+# CPU also has. Other CPUs build for themselves (-march=native). `make ARCH=native` builds for this CPU
+# alone (a few percent faster on AVX-512 machines; the recorded reference curves then no longer apply).
+ifndef ARCH
+ARCH      := $(shell bash scripts/build_arch.sh)
+endif
+ARCHFLAGS := $(if $(filter avx2-fma,$(ARCH)),-march=x86-64-v2 -mavx2 -mfma,-march=$(ARCH))
+# -ffp-contract=off: a multiply and an add stay two roundings everywhere, never fused into an FMA behind
+# the code's back (where GCC fuses depends on the target's tuning and on which loops it vectorises, so
+# two loops written alike would round differently). Explicit FMAs (BLAS, Eigen's packet math) remain.
 CXX       := mpicxx
-CXXFLAGS  ?= -O3 -march=native -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-maybe-uninitialized
-CPPFLAGS  += -Isrc -isystem /usr/include/eigen3 -I/usr/include/x86_64-linux-gnu/openblas-pthread -DEIGEN_NO_DEBUG -DOMPI_SKIP_MPICXX
-LDLIBS    += -lopenblas -lcrypto -lpthread
+CXXFLAGS  ?= -O3 $(ARCHFLAGS) -ffp-contract=off -std=c++17 -Wall -Wextra -Wno-unused-parameter -Wno-maybe-uninitialized
+# Include paths and libraries from pkg-config (recursive '=': read after `make deps` has installed them).
+PKGS       = openblas eigen3
+CPPFLAGS  += -Isrc $(shell pkg-config --cflags-only-I $(PKGS) 2>/dev/null | sed 's/-I/-isystem /g') -DEIGEN_NO_DEBUG \
+             -DOMPI_SKIP_MPICXX -DSHARDLAB_BUILD_ARCH=\"$(ARCH)\"
+LDLIBS    += $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) -lcrypto -lpthread
+
+# Every build runs one compiler per core. Several actions named at once (make test bench) run one after
+# the other, as written.
+JOBS      ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+MAKEFLAGS += -j$(JOBS)
+ACTIONS   := all run test test-kernels test-two-hosts unit mpi-tests lessons bench deps clean
+ifneq ($(word 2,$(filter $(ACTIONS),$(MAKECMDGOALS))),)
+.NOTPARALLEL:
+endif
 
 BUILD     := build
 SRC_LIB   := $(filter-out src/cli/main.cpp,$(shell find src -name '*.cpp' | sort))
@@ -24,7 +50,7 @@ DEPS_OK   := $(BUILD)/.deps-ok
 export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 
-.PHONY: all deps run test unit mpi-tests lessons bench clean
+.PHONY: all deps run test test-kernels test-two-hosts unit mpi-tests lessons bench clean
 all: $(BUILD)/shardlab
 
 deps: $(DEPS_OK)
@@ -32,9 +58,19 @@ $(DEPS_OK): scripts/deps.sh
 	@bash scripts/deps.sh
 	@mkdir -p $(BUILD) && touch $@
 
-$(BUILD)/%.o: %.cpp | $(DEPS_OK)
+# The compile command as last used: objects are rebuilt when it changes (another ARCH, other flags).
+FLAGS_USED := $(BUILD)/.flags
+$(FLAGS_USED): FORCE | $(DEPS_OK)
+	@echo '$(CXX) $(CPPFLAGS) $(CXXFLAGS)' | cmp -s - $@ || echo '$(CXX) $(CPPFLAGS) $(CXXFLAGS)' > $@
+.PHONY: FORCE
+FORCE:
+
+$(BUILD)/%.o: %.cpp $(FLAGS_USED) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
+
+# Catch2's test runners hold no code worth optimising: -O0 halves their compile time (the largest two).
+$(BUILD)/tests/unit/main.o $(BUILD)/tests/mpi/main.o: CXXFLAGS += -O0
 
 $(BUILD)/libshardlab.a: $(OBJ_LIB)
 	@rm -f $@

@@ -3,6 +3,8 @@
 #include "report/compare.h"
 #include "cli/command.h"
 
+#include <stdexcept>
+
 namespace shardlab {
 
 int compare_command(const CommandArgs& args, const Runtime& rt) {

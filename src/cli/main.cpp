@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "comm/runtime.h"
+#include "core/blas_kernel.h"
 
 using namespace shardlab;
 
@@ -35,7 +36,7 @@ const Command kCommands[] = {
     {"mlp-split", mlp_split_command, "one MLP split over tensor-parallel ranks beside the unsharded one (C17)"},
     {"schedule", schedule_command,
      "a pipeline schedule as a grid, its bubble beside the formula, the stash (C20, C21)"},
-    {"bench", bench_command, "training tokens/s and GFLOP/s against OpenBLAS sgemm"},
+    {"bench", bench_command, "training tokens/s and GFLOP/s against OpenBLAS sgemm and the FMA peak"},
     {"swamping", swamping_command, "why bf16 weights need an fp32 master copy (C2)"},
 };
 
@@ -47,6 +48,7 @@ void print_usage(std::FILE* to) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  use_best_blas_kernel(argv);  // may restart this process with a wider GEMM kernel: before MPI, before any GEMM
   Runtime rt(argc, argv);
   openblas_set_num_threads(1);  // one BLAS thread per rank: ranks are the parallelism
   const std::string cmd = argc > 1 ? argv[1] : "";

@@ -1,6 +1,7 @@
 // Comm ledger bookkeeping (see comm_ledger.h).
 #include "comm/comm_ledger.h"
 
+#include <nlohmann/json.hpp>
 #include <tuple>
 
 namespace shardlab {

@@ -2,6 +2,7 @@
 // was given is converted by our own parser, so every command accepts and refuses numbers alike.
 #include "core/flags.h"
 
+#include <nlohmann/json.hpp>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>

@@ -1,6 +1,7 @@
 // Memory ledger bookkeeping (see ledger.h).
 #include "core/ledger.h"
 
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <stdexcept>
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <utility>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/buffer_pool.h"
 

@@ -4,7 +4,7 @@
 // with equal costs), the chapter's formula and the stash per stage — the "pipeline" section of
 // ledger.json and the two panels of DIR/schedule.svg.
 #pragma once
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

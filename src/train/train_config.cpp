@@ -1,6 +1,7 @@
 // The train flags, validation and the text forms of TrainConfig (see train_config.h).
 #include "train/train_config.h"
 
+#include <nlohmann/json.hpp>
 #include <filesystem>
 #include <stdexcept>
 

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "comm/process_grid.h"
+#include "core/blas_kernel.h"
+#include "core/cpu_features.h"
 #include "model/model_chunk.h"
 #include "optim/lr_schedule.h"
 #include "parallel/data_parallel.h"
@@ -48,6 +50,7 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
   const int W = grid.world_size();
   h += "\nlayout: " + std::to_string(W) + (W > 1 ? " ranks, " : " rank, ") + axes + "; " + std::to_string(accum) +
        (accum > 1 ? " micro-batches of " : " micro-batch of ") + std::to_string(cfg.micro_batch) + " per rank per step";
+  h += "\ncompute: " + build_arch() + " build; " + blas_kernel().describe();
   return h + "\nmemory: " + memory_need_text(cfg, grid.world_size()) + ", estimated";
 }
 

@@ -15,9 +15,11 @@
 
 #include "comm/communicator.h"
 #include "comm/runtime.h"
+#include "core/blas_kernel.h"
 #include "helpers.h"
 
 int main(int argc, char** argv) {
+  shardlab::use_best_blas_kernel(argv);  // the kernel every shardlab process runs (core/blas_kernel.h)
   shardlab::Runtime rt(argc, argv);
   shardlab::test::set_world_size(rt.size());
   Catch::Session session;

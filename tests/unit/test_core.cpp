@@ -2,6 +2,7 @@
 // dropout masks that do not depend on the micro-batch split, exact memory-ledger bookkeeping, the
 // parameter layout (count formula, contiguous named views) and bf16 round-to-nearest-even (claim C2).
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdint>
