@@ -108,6 +108,9 @@ lessons: $(BUILD)/shardlab
 test: $(BUILD)/shardlab $(BUILD)/unit_tests $(BUILD)/mpi_tests
 	@bash scripts/test_all.sh
 
+test-two-hosts: $(BUILD)/shardlab
+	@bash tests/cli/two_hosts.sh
+
 test-kernels: $(BUILD)/shardlab $(BUILD)/mpi_tests
 	@bash scripts/test_kernels.sh
 

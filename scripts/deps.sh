@@ -2,7 +2,7 @@
 # Installs shardlab's system packages if any is missing (apt-get as root, sudo otherwise),
 # or stops with the exact command to run. Called by `make deps` and before every build.
 set -euo pipefail
-packages=(libopenmpi-dev openmpi-bin libeigen3-dev libopenblas-dev catch2 nlohmann-json3-dev libcli11-dev libssl-dev pkg-config python3)
+packages=(libopenmpi-dev openmpi-bin libeigen3-dev libopenblas-dev catch2 nlohmann-json3-dev libcli11-dev libssl-dev pkg-config python3 iproute2)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
