@@ -70,7 +70,7 @@ $(BUILD)/%.o: %.cpp $(FLAGS_USED) | $(DEPS_OK)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 # Catch2's test runners hold no code worth optimising: -O0 halves their compile time (the largest two).
-$(BUILD)/tests/unit/main.o $(BUILD)/tests/mpi/main.o: CXXFLAGS += -O0
+$(BUILD)/tests/unit/main.o $(BUILD)/tests/mpi/main.o: private CXXFLAGS += -O0
 
 $(BUILD)/libshardlab.a: $(OBJ_LIB)
 	@rm -f $@
