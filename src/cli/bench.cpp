@@ -93,8 +93,9 @@ Timing time_steps(const TrainConfig& cfg) {
 int bench_command(const CommandArgs& args, const Runtime& rt) {
   TrainConfig cfg;
   cfg.steps = 5;
-  Flags flags("shardlab bench",
-              "Training throughput (tokens/s, model GFLOP/s) against OpenBLAS's GEMM and the core's FMA peak, one rank.");
+  Flags flags(
+      "shardlab bench",
+      "Training throughput (tokens/s, model GFLOP/s) against OpenBLAS's GEMM and the core's FMA peak, one rank.");
   add_bench_flags(flags, cfg);
   if (int rc = parse_command(flags, args, rt, "shardlab bench"); rc >= 0) return rc;
   if (!rt.is_root()) return 0;
@@ -124,13 +125,14 @@ int bench_command(const CommandArgs& args, const Runtime& rt) {
               blas_kernel().describe().c_str());
   std::printf("  fma peak    %7.2f GFLOP/s   (one core, %s, %d-bit %s multiply-adds on 12 registers, measured now)\n",
               peak.gflops, f64 ? "f64" : "f32", peak.vector_bits, peak.isa.c_str());
-  std::printf("  training    %9.0f tokens/s   %7.2f GFLOP/s = %.1f%% of peak   (%.1f ms/step over %d steps, %.2f "
-              "MFLOP/token)\n",
-              tokens / sec, model_gflops, of_peak(model_gflops), 1e3 * sec / cfg.steps, cfg.steps,
-              flops_per_token / 1e6);
-  std::printf("  %s       %7.2f GFLOP/s = %.1f%% of peak on %d×%d×%d (the model's MLP shape), %.2f GFLOP/s = %.1f%% on "
-              "1024³\n",
-              gemm_name, g_shape, of_peak(g_shape), B * T, 4 * m.hidden, m.hidden, g_square, of_peak(g_square));
+  std::printf(
+      "  training    %9.0f tokens/s   %7.2f GFLOP/s = %.1f%% of peak   (%.1f ms/step over %d steps, %.2f "
+      "MFLOP/token)\n",
+      tokens / sec, model_gflops, of_peak(model_gflops), 1e3 * sec / cfg.steps, cfg.steps, flops_per_token / 1e6);
+  std::printf(
+      "  %s       %7.2f GFLOP/s = %.1f%% of peak on %d×%d×%d (the model's MLP shape), %.2f GFLOP/s = %.1f%% on "
+      "1024³\n",
+      gemm_name, g_shape, of_peak(g_shape), B * T, 4 * m.hidden, m.hidden, g_square, of_peak(g_square));
   std::printf("  ratio       training at %.1f%% of the best %s GFLOP/s and %.1f%% of the FMA peak\n",
               100.0 * model_gflops / best, gemm_name, of_peak(model_gflops));
   return 0;

@@ -93,9 +93,11 @@ const BlasKernel& blas_kernel() {
     if (!forced.empty() && forced == env(kChosen))
       b.how = "chosen by the CPU's features (" + cpu_features().vector_isa() + "; OpenBLAS alone picked " +
               env(kFallback) + ")";
-    else if (!forced.empty())
+    else if (!forced.empty()) {
       b.how = "set by OPENBLAS_CORETYPE=" + forced;
-    else if (!restart_error.empty())
+      if (!best.empty() && blas_kernel_tier(b.name) < blas_kernel_tier(best))
+        b.how += " (this CPU could run " + best + ", " + tier_isa(blas_kernel_tier(best)) + ")";
+    } else if (!restart_error.empty())
       b.how = "OpenBLAS's choice; the CPU could run " + best + " but restarting with it failed (" + restart_error +
               "): set OPENBLAS_CORETYPE=" + best;
     else if (!best.empty())

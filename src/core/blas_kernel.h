@@ -17,10 +17,12 @@ namespace shardlab {
 void use_best_blas_kernel(char** argv);
 
 struct BlasKernel {
-  std::string name;          // the kernel every GEMM runs now, as OpenBLAS names it ("SkylakeX")
-  std::string isa;           // its vector instructions ("AVX-512"), "" when not an x86 kernel we know
-  std::string how;           // how it was chosen, a phrase for the run header and bench
-  std::string describe() const { return "OpenBLAS " + name + " kernel" + (isa.empty() ? "" : " (" + isa + ")") + ", " + how; }
+  std::string name;  // the kernel every GEMM runs now, as OpenBLAS names it ("SkylakeX")
+  std::string isa;   // its vector instructions ("AVX-512"), "" when not an x86 kernel we know
+  std::string how;   // how it was chosen, a phrase for the run header and bench
+  std::string describe() const {
+    return "OpenBLAS " + name + " kernel" + (isa.empty() ? "" : " (" + isa + ")") + ", " + how;
+  }
 };
 const BlasKernel& blas_kernel();
 

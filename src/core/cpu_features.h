@@ -9,13 +9,13 @@
 namespace shardlab {
 
 struct CpuFeatures {
-  bool x86 = false;                       // the flags below were read with cpuid
+  bool x86 = false;  // the flags below were read with cpuid
   bool sse3 = false, avx = false, avx2 = false, fma = false;
-  bool avx512 = false;                    // AVX-512 F, CD, BW, DQ and VL: OpenBLAS's SkylakeX kernels
-  bool avx512_bf16 = false;               // also AVX512_BF16: its Cooperlake kernels
-  std::string model;                      // the brand string ("AMD EPYC …"), or the architecture's name
-  int vector_bits() const;                // widest floating-point vector this process may use: 512, 256, 128
-  std::string vector_isa() const;         // "AVX-512", "AVX2+FMA", "AVX", "SSE", or "NEON"/"baseline"
+  bool avx512 = false;             // AVX-512 F, CD, BW, DQ and VL: OpenBLAS's SkylakeX kernels
+  bool avx512_bf16 = false;        // also AVX512_BF16: its Cooperlake kernels
+  std::string model;               // the brand string ("AMD EPYC …"), or the architecture's name
+  int vector_bits() const;         // widest floating-point vector this process may use: 512, 256, 128
+  std::string vector_isa() const;  // "AVX-512", "AVX2+FMA", "AVX", "SSE", or "NEON"/"baseline"
 };
 
 // Read once per process.

@@ -2,13 +2,13 @@
 // was given is converted by our own parser, so every command accepts and refuses numbers alike.
 #include "core/flags.h"
 
-#include <nlohmann/json.hpp>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/paths.h"

@@ -19,160 +19,67 @@ namespace shardlab {
 
 namespace {
 
-// The twelve chains: declare a0…a11 from INIT(i), step each with STEP(a), and fold them into one value.
-#define SHARDLAB_CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-#define SHARDLAB_CHAIN_LOOP(V, INIT, STEP, SUM)                                \
-  V SHARDLAB_CHAINS(DECL) last_ = INIT(12);                                    \
-  for (long it = 0; it < iters; ++it) { SHARDLAB_CHAINS(STEP_ONE) }            \
-  SHARDLAB_CHAINS(FOLD)                                                        \
-  return SUM(last_);
-#define DECL(i) a##i = INIT(i),
-#define STEP_ONE(i) a##i = STEP(a##i);
-#define FOLD(i) last_ = ADD(last_, a##i);
-
 constexpr int kChains = 12;
 
+// One function per width and type, each compiled for its instruction set: 12 chains a = STEP(a, m, c),
+// iters times, folded into one value that is returned (so nothing can be left out).
+#define SHARDLAB_CHAINS(NAME, TARGET, V, SET, STEP, ADD, FIRST)                                                   \
+  TARGET double NAME(long iters) {                                                                                \
+    const V m = SET(0.9999999), c = SET(1e-7);                                                                    \
+    V a0 = SET(1.00), a1 = SET(1.01), a2 = SET(1.02), a3 = SET(1.03), a4 = SET(1.04), a5 = SET(1.05);             \
+    V a6 = SET(1.06), a7 = SET(1.07), a8 = SET(1.08), a9 = SET(1.09), a10 = SET(1.10), a11 = SET(1.11);           \
+    for (long it = 0; it < iters; ++it) {                                                                         \
+      a0 = STEP(a0, m, c), a1 = STEP(a1, m, c), a2 = STEP(a2, m, c), a3 = STEP(a3, m, c);                         \
+      a4 = STEP(a4, m, c), a5 = STEP(a5, m, c), a6 = STEP(a6, m, c), a7 = STEP(a7, m, c);                         \
+      a8 = STEP(a8, m, c), a9 = STEP(a9, m, c), a10 = STEP(a10, m, c), a11 = STEP(a11, m, c);                     \
+    }                                                                                                             \
+    return FIRST(                                                                                                 \
+        ADD(ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7))), ADD(ADD(a8, a9), ADD(a10, a11)))); \
+  }
+
 #if defined(__x86_64__) || defined(__i386__)
-// One lane of the folded chains is enough to keep all of them alive (stored: GCC 12 warns falsely about
-// the AVX-512 lane extracts).
-__attribute__((target("avx512f"))) float first_lane(__m512 a) {
+#define AVX512 __attribute__((target("avx512f")))
+#define AVX2 __attribute__((target("avx2,fma")))
+#define AVX __attribute__((target("avx")))
+// Lane 0, stored (GCC 12 warns falsely about its AVX-512 lane extracts).
+AVX512 float first_lane(__m512 a) {
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, a);
   return lanes[0];
 }
-__attribute__((target("avx512f"))) double first_lane(__m512d a) {
+AVX512 double first_lane(__m512d a) {
   alignas(64) double lanes[8];
   _mm512_store_pd(lanes, a);
   return lanes[0];
 }
-#define SUM16(a) first_lane(a)
-#define SUM8D(a) first_lane(a)
-#define INIT(i) _mm512_set1_ps(1.0f + 0.01f * (i))
-#define STEP(a) _mm512_fmadd_ps(a, m, c)
-#define ADD(a, b) _mm512_add_ps(a, b)
-__attribute__((target("avx512f"))) double chains_avx512_f32(long iters) {
-  const __m512 m = _mm512_set1_ps(0.9999999f), c = _mm512_set1_ps(1e-7f);
-  SHARDLAB_CHAIN_LOOP(__m512, INIT, STEP, SUM16)
-}
-#undef INIT
-#undef STEP
-#undef ADD
-#define INIT(i) _mm512_set1_pd(1.0 + 0.01 * (i))
-#define STEP(a) _mm512_fmadd_pd(a, m, c)
-#define ADD(a, b) _mm512_add_pd(a, b)
-__attribute__((target("avx512f"))) double chains_avx512_f64(long iters) {
-  const __m512d m = _mm512_set1_pd(0.9999999), c = _mm512_set1_pd(1e-7);
-  SHARDLAB_CHAIN_LOOP(__m512d, INIT, STEP, SUM8D)
-}
-#undef INIT
-#undef STEP
-#undef ADD
-#define INIT(i) _mm256_set1_ps(1.0f + 0.01f * (i))
-#define STEP(a) _mm256_fmadd_ps(a, m, c)
-#define ADD(a, b) _mm256_add_ps(a, b)
-#define SUM8(a) _mm256_cvtss_f32(a)
-__attribute__((target("avx2,fma"))) double chains_avx2_f32(long iters) {
-  const __m256 m = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
-  SHARDLAB_CHAIN_LOOP(__m256, INIT, STEP, SUM8)
-}
-#undef INIT
-#undef STEP
-#undef ADD
-#define INIT(i) _mm256_set1_pd(1.0 + 0.01 * (i))
-#define STEP(a) _mm256_fmadd_pd(a, m, c)
-#define ADD(a, b) _mm256_add_pd(a, b)
-#define SUM4(a) _mm256_cvtsd_f64(a)
-__attribute__((target("avx2,fma"))) double chains_avx2_f64(long iters) {
-  const __m256d m = _mm256_set1_pd(0.9999999), c = _mm256_set1_pd(1e-7);
-  SHARDLAB_CHAIN_LOOP(__m256d, INIT, STEP, SUM4)
-}
-#undef INIT
-#undef STEP
-#undef ADD
 // Without FMA (AVX, SSE): a multiply and an add, the same two FLOPs per lane.
-#define INIT(i) _mm256_set1_ps(1.0f + 0.01f * (i))
-#define STEP(a) _mm256_add_ps(_mm256_mul_ps(a, m), c)
-#define ADD(a, b) _mm256_add_ps(a, b)
-__attribute__((target("avx"))) double chains_avx_f32(long iters) {
-  const __m256 m = _mm256_set1_ps(0.9999999f), c = _mm256_set1_ps(1e-7f);
-  SHARDLAB_CHAIN_LOOP(__m256, INIT, STEP, SUM8)
-}
-#undef INIT
-#undef STEP
-#undef ADD
-#define INIT(i) _mm256_set1_pd(1.0 + 0.01 * (i))
-#define STEP(a) _mm256_add_pd(_mm256_mul_pd(a, m), c)
-#define ADD(a, b) _mm256_add_pd(a, b)
-__attribute__((target("avx"))) double chains_avx_f64(long iters) {
-  const __m256d m = _mm256_set1_pd(0.9999999), c = _mm256_set1_pd(1e-7);
-  SHARDLAB_CHAIN_LOOP(__m256d, INIT, STEP, SUM4)
-}
-#undef INIT
-#undef STEP
-#undef ADD
-#define INIT(i) _mm_set1_ps(1.0f + 0.01f * (i))
-#define STEP(a) _mm_add_ps(_mm_mul_ps(a, m), c)
-#define ADD(a, b) _mm_add_ps(a, b)
-double chains_128_f32(long iters) {
-  const __m128 m = _mm_set1_ps(0.9999999f), c = _mm_set1_ps(1e-7f);
-  SHARDLAB_CHAIN_LOOP(__m128, INIT, STEP, _mm_cvtss_f32)
-}
-#undef INIT
-#undef STEP
-#undef ADD
-#define INIT(i) _mm_set1_pd(1.0 + 0.01 * (i))
-#define STEP(a) _mm_add_pd(_mm_mul_pd(a, m), c)
-#define ADD(a, b) _mm_add_pd(a, b)
-double chains_128_f64(long iters) {
-  const __m128d m = _mm_set1_pd(0.9999999), c = _mm_set1_pd(1e-7);
-  SHARDLAB_CHAIN_LOOP(__m128d, INIT, STEP, _mm_cvtsd_f64)
-}
-#undef INIT
-#undef STEP
-#undef ADD
+#define MULADD256PS(a, m, c) _mm256_add_ps(_mm256_mul_ps(a, m), c)
+#define MULADD256PD(a, m, c) _mm256_add_pd(_mm256_mul_pd(a, m), c)
+#define MULADD128PS(a, m, c) _mm_add_ps(_mm_mul_ps(a, m), c)
+#define MULADD128PD(a, m, c) _mm_add_pd(_mm_mul_pd(a, m), c)
+SHARDLAB_CHAINS(chains_avx512_f32, AVX512, __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps, first_lane)
+SHARDLAB_CHAINS(chains_avx512_f64, AVX512, __m512d, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_add_pd, first_lane)
+SHARDLAB_CHAINS(chains_avx2_f32, AVX2, __m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps, _mm256_cvtss_f32)
+SHARDLAB_CHAINS(chains_avx2_f64, AVX2, __m256d, _mm256_set1_pd, _mm256_fmadd_pd, _mm256_add_pd, _mm256_cvtsd_f64)
+SHARDLAB_CHAINS(chains_avx_f32, AVX, __m256, _mm256_set1_ps, MULADD256PS, _mm256_add_ps, _mm256_cvtss_f32)
+SHARDLAB_CHAINS(chains_avx_f64, AVX, __m256d, _mm256_set1_pd, MULADD256PD, _mm256_add_pd, _mm256_cvtsd_f64)
+SHARDLAB_CHAINS(chains_128_f32, , __m128, _mm_set1_ps, MULADD128PS, _mm_add_ps, _mm_cvtss_f32)
+SHARDLAB_CHAINS(chains_128_f64, , __m128d, _mm_set1_pd, MULADD128PD, _mm_add_pd, _mm_cvtsd_f64)
 #elif defined(__aarch64__)
-#define INIT(i) vdupq_n_f32(1.0f + 0.01f * (i))
-#define STEP(a) vfmaq_f32(c, a, m)
-#define ADD(a, b) vaddq_f32(a, b)
-double chains_128_f32(long iters) {
-  const float32x4_t m = vdupq_n_f32(0.9999999f), c = vdupq_n_f32(1e-7f);
-  SHARDLAB_CHAIN_LOOP(float32x4_t, INIT, STEP, vaddvq_f32)
-}
-#undef INIT
-#undef STEP
-#undef ADD
-#define INIT(i) vdupq_n_f64(1.0 + 0.01 * (i))
-#define STEP(a) vfmaq_f64(c, a, m)
-#define ADD(a, b) vaddq_f64(a, b)
-double chains_128_f64(long iters) {
-  const float64x2_t m = vdupq_n_f64(0.9999999), c = vdupq_n_f64(1e-7);
-  SHARDLAB_CHAIN_LOOP(float64x2_t, INIT, STEP, vaddvq_f64)
-}
-#undef INIT
-#undef STEP
-#undef ADD
+#define FMA_F32(a, m, c) vfmaq_f32(c, a, m)
+#define FMA_F64(a, m, c) vfmaq_f64(c, a, m)
+SHARDLAB_CHAINS(chains_128_f32, , float32x4_t, vdupq_n_f32, FMA_F32, vaddq_f32, vaddvq_f32)
+SHARDLAB_CHAINS(chains_128_f64, , float64x2_t, vdupq_n_f64, FMA_F64, vaddq_f64, vaddvq_f64)
 #else
 // Any other architecture: scalar chains, whatever the compiler makes of them.
-#define INIT(i) (1.0f + 0.01f * (i))
-#define STEP(a) (a * m + c)
-#define ADD(a, b) (a + b)
+#define SCALAR_F32(x) float(x)
+#define SCALAR_F64(x) double(x)
+#define MULADD(a, m, c) ((a) * (m) + (c))
+#define PLUS(a, b) ((a) + (b))
 #define SAME(a) (a)
-double chains_128_f32(long iters) {
-  const float m = 0.9999999f, c = 1e-7f;
-  SHARDLAB_CHAIN_LOOP(float, INIT, STEP, SAME)
-}
-double chains_128_f64(long iters) {
-  const double m = 0.9999999, c = 1e-7;
-  SHARDLAB_CHAIN_LOOP(double, INIT, STEP, SAME)
-}
-#undef INIT
-#undef STEP
-#undef ADD
+SHARDLAB_CHAINS(chains_128_f32, , float, SCALAR_F32, MULADD, PLUS, SAME)
+SHARDLAB_CHAINS(chains_128_f64, , double, SCALAR_F64, MULADD, PLUS, SAME)
 #endif
-#undef DECL
-#undef STEP_ONE
-#undef FOLD
-#undef SHARDLAB_CHAIN_LOOP
 #undef SHARDLAB_CHAINS
 
 volatile double sink;  // keeps every chain's result alive

@@ -1,8 +1,8 @@
 // Memory ledger bookkeeping (see ledger.h).
 #include "core/ledger.h"
 
-#include <nlohmann/json.hpp>
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace shardlab {

@@ -1,11 +1,11 @@
 // The pipeline section of ledger.json and the panels of schedule.svg (see pipeline_report.h).
 #include "report/pipeline_report.h"
 
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace shardlab {

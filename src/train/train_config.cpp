@@ -1,8 +1,8 @@
 // The train flags, validation and the text forms of TrainConfig (see train_config.h).
 #include "train/train_config.h"
 
-#include <nlohmann/json.hpp>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "core/flags.h"
