@@ -4,10 +4,12 @@
 // non-zero exit: 2 for bad flags or configuration, 1 for anything that goes wrong while running.
 #include <cblas.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/command.h"
@@ -68,15 +70,20 @@ int main(int argc, char** argv) {
   try {
     return command->run(CommandArgs(argv + 2, argv + argc), rt);
   } catch (const std::exception& e) {
-    // Errors every rank detects alike (flags, files) are reported once, by rank 0, before any rank
-    // talks to another. Anything else may strike one rank mid-run while the others wait for it:
-    // that rank reports and ends the whole job, so nobody hangs.
+    // Errors every rank detects alike (bad flags: invalid_argument, exit 2) are reported once, by rank 0,
+    // before any rank talks to another. Anything else may strike one rank mid-run while the others wait for
+    // it: that rank reports and ends the whole job, so nobody hangs. Rank 0 speaks at once; another rank
+    // waits a second first — if rank 0 failed too, the job is gone by then and the error is told once.
     const int code = dynamic_cast<const std::invalid_argument*>(&e) ? 2 : 1;
-    if (rt.size() > 1 && cmd == "train") {
-      std::fprintf(stderr, "shardlab %s: error (rank %d): %s\n", cmd.c_str(), rt.rank(), e.what());
+    const std::string what = dynamic_cast<const std::bad_alloc*>(&e)
+                                 ? "out of memory: the machine did not give this process the memory it asked for"
+                                 : e.what();
+    if (rt.size() > 1 && (code == 1 || cmd == "train")) {
+      if (!rt.is_root()) std::this_thread::sleep_for(std::chrono::seconds(1));
+      std::fprintf(stderr, "shardlab %s: error (rank %d): %s\n", cmd.c_str(), rt.rank(), what.c_str());
       rt.abort(code);
     }
-    if (rt.is_root()) std::fprintf(stderr, "shardlab %s: error: %s\n", cmd.c_str(), e.what());
+    if (rt.is_root()) std::fprintf(stderr, "shardlab %s: error: %s\n", cmd.c_str(), what.c_str());
     return code;
   }
 }

@@ -21,6 +21,8 @@
 #include "model/linear.h"
 #include "model/param_layout.h"
 #include "parallel/tensor_parallel.h"
+#include "report/format.h"
+#include "train/memory_check.h"
 
 namespace shardlab {
 
@@ -170,6 +172,15 @@ int mlp_split_command(const CommandArgs& args, const Runtime& rt) {
   if (C % rt.size() != 0)
     throw std::invalid_argument("--hidden " + std::to_string(C) + " is not divisible by the " +
                                 std::to_string(rt.size()) + " ranks (each holds hidden/t heads' worth of the MLP)");
+  // What every rank allocates — the whole MLP's weights, activations and gradients, and its slice of each —
+  // against what the machine has (the ranks share it).
+  const double t = rt.size(), c = C, n = N, elem = dtype == "f32" ? 4 : 8;
+  const double per_rank = elem * ((20 * c * c + 16 * n * c) * (1 + 1 / t) + 6 * n * c);
+  const double available = available_memory_bytes();
+  if (available > 0 && per_rank * t > available)
+    throw std::invalid_argument("--hidden " + std::to_string(C) + " --tokens " + std::to_string(N) + " on " +
+                                std::to_string(rt.size()) + " ranks needs " + format_bytes(per_rank * t) + ", but " +
+                                format_bytes(available) + " is available; give a smaller --hidden or --tokens");
   CommLedger ledger;
   Communicator world = Communicator::world(&ledger, nullptr, {});
   Communicator tp = world.split(0, world.rank(), Axis::tp);

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "cli/command.h"
-#include "io/files.h"
+#include "io/owned_files.h"
 #include "report/plot.h"
 
 namespace shardlab {
@@ -22,7 +22,7 @@ int plot_command(const CommandArgs& args, const Runtime& rt) {
   std::vector<std::string> inputs;
   for (const std::string& d : dirs) inputs.push_back(d + "/loss.csv");
   if (std::string why = plot_output_problem(out, inputs); !why.empty()) throw std::invalid_argument(why);
-  write_text_file_atomic(out, plot_runs(dirs, metric));
+  write_owned_file(out, plot_runs(dirs, metric));
   std::printf("wrote %s (%zu run%s, %s)\n", out.c_str(), dirs.size(), dirs.size() > 1 ? "s" : "", metric.c_str());
   return 0;
 }

@@ -160,8 +160,8 @@ int ring_command(const CommandArgs& args, const Runtime& rt) {
   std::stringstream s(sizes);
   for (std::string item; std::getline(s, item, ',');) {
     char* end = nullptr;
-    const double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end || !(v > 0 && v <= 4096))
+    const double v = std::strtod(item.c_str(), &end);  // a plain decimal: no sign, space, hex or exponent
+    if (item.empty() || *end || item.find_first_not_of("0123456789.") != std::string::npos || !(v > 0 && v <= 4096))
       throw std::invalid_argument("--sizes-mb expects sizes in MB in (0, 4096] separated by commas, got '" + sizes +
                                   "'");
     mb.push_back(v);

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "core/paths.h"
+#include "io/json_file.h"
 #include "report/pipeline_report.h"
 #include "report/trace_summary.h"
 
@@ -25,8 +26,9 @@ int trace_command(const CommandArgs& args, const Runtime& rt) {
   const std::string ledger = dirs[0] + "/ledger.json";
   bool pipeline = false;
   if (input_file_problem(ledger).empty()) {
-    const nlohmann::json j = nlohmann::json::parse(read_file(ledger), nullptr, false);
-    if (j.is_object() && j.contains("pipeline")) {
+    const nlohmann::json j = read_json_file(ledger);  // a damaged one is refused, not read as "no pipeline"
+    if (!j.is_object()) throw std::runtime_error(ledger + " is not a ledger.json shardlab wrote (not an object)");
+    if (j.contains("pipeline")) {
       std::string grid;
       try {
         grid = pipeline_text(j["pipeline"]);

@@ -32,11 +32,14 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
   int64_t resume_step = 0;
   cfg.run_id = rt.agree(rt.is_root() ? new_run_id() : "");
   if (!cfg.resume.empty()) {
+    std::string warning;
     try {
-      err = resolve_resume(args, cfg, resume_step);  // reads and verifies the checkpoint on every rank alike
+      err = resolve_resume(args, cfg, resume_step, warning);  // reads and verifies the checkpoint on every rank alike
     } catch (const std::exception& e) {
       return refuse(rt, e.what(), 1);  // a bad file, like eval's and sample's
     }
+    if (err.empty() && !warning.empty() && rt.is_root())
+      std::fprintf(stderr, "shardlab train: warning: %s\n", warning.c_str());
   }
   if (err.empty()) err = validate_train_config(cfg);
   if (err.empty()) err = validate_world(cfg, rt.size());

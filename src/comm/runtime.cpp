@@ -21,25 +21,51 @@ bool launched_by_mpirun() {
 }
 
 // MPI_Init waits for every rank to start; a rank that never does (stopped, stuck) would keep the others
-// waiting for ever, before any watchdog of ours exists. An alarm ends the wait.
-void init_took_too_long(int) {
+// waiting for ever, before any watchdog of ours exists. An alarm ends the wait after the comm timeout —
+// the command line's --comm-timeout (read here, before the flags are parsed), else $SHARDLAB_COMM_TIMEOUT,
+// else 120 s. Rank 0 says so; should rank 0 itself be the one missing, rank 1 says it 2 s later.
+double startup_timeout(int argc, char** argv) {
+  double t = detail::comm_timeout_seconds();  // also checks $SHARDLAB_COMM_TIMEOUT
+  for (int i = 1; i < argc; ++i) {
+    const char* value = nullptr;
+    if (std::strcmp(argv[i], "--comm-timeout") == 0 && i + 1 < argc)
+      value = argv[i + 1];
+    else if (std::strncmp(argv[i], "--comm-timeout=", 15) == 0)
+      value = argv[i] + 15;
+    char* end = nullptr;
+    const double v = value ? std::strtod(value, &end) : -1;
+    if (value && end && *end == '\0' && std::isfinite(v) && (v == 0 || v >= 1)) t = v;  // else the parser says why
+  }
+  return t;
+}
+
+int startup_seconds = 0;
+int world_rank_before_init() {
   const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  if (!rank || std::strcmp(rank, "0") == 0) {
-    const char msg[] =
-        "shardlab: error: MPI start-up did not finish within the comm timeout: a rank never started "
-        "(stopped or stuck)\n";
-    (void)!::write(2, msg, sizeof msg - 1);
+  return rank ? std::atoi(rank) : 0;
+}
+
+void init_took_too_long(int) {
+  const int rank = world_rank_before_init();
+  if (rank == 0 || rank == 1) {
+    char msg[200];
+    const int n = std::snprintf(msg, sizeof msg,
+                                "shardlab: error (rank %d): MPI start-up did not finish within %d s (the comm timeout): "
+                                "a rank never joined (stopped, stuck or dead)\n",
+                                rank, startup_seconds);
+    (void)!::write(2, msg, static_cast<size_t>(n));
   }
   ::_exit(3);
 }
 }  // namespace
 
 Runtime::Runtime(int& argc, char**& argv) {
-  const double timeout = detail::comm_timeout_seconds();  // also checks $SHARDLAB_COMM_TIMEOUT
+  const double timeout = startup_timeout(argc, argv);
   if (!launched_by_mpirun()) return;
   if (timeout > 0) {
+    startup_seconds = static_cast<int>(std::ceil(timeout));
     std::signal(SIGALRM, init_took_too_long);
-    ::alarm(static_cast<unsigned>(std::ceil(timeout)));
+    ::alarm(static_cast<unsigned>(startup_seconds + (world_rank_before_init() == 0 ? 0 : 2)));
   }
   MPI_Init(&argc, &argv);
   detail::watchdog_init();  // a collective too: still under the alarm

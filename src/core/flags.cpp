@@ -224,8 +224,8 @@ bool representable(const std::string& s) {
 }
 
 // What a config file may hold, checked line by line before CLI11 reads it: `key = value` with one value
-// per key, given once — no [sections], no arrays, no second value, no '#' after the value — and switches
-// as true or false.
+// per line — no [sections], no arrays, no second value, no '#' after the value — and switches as true or
+// false. A key given again overrides the earlier line, as a flag given again on the command line does.
 std::string config_problem(const std::string& path, const std::vector<std::string>& toggles) {
   if (std::string why = input_file_problem(path); !why.empty()) return why;
   std::string text;
@@ -240,7 +240,6 @@ std::string config_problem(const std::string& path, const std::vector<std::strin
            "save it as UTF-8 without one";
   std::istringstream in(text);
   std::string line;
-  std::vector<std::string> seen;
   for (int n = 1; std::getline(in, line); ++n) {
     const std::string where = path + " line " + std::to_string(n) + ": ";
     const size_t first = line.find_first_not_of(" \t\r");
@@ -252,8 +251,6 @@ std::string config_problem(const std::string& path, const std::vector<std::strin
     key.erase(key.find_last_not_of(" \t") + 1);
     value.erase(0, value.find_first_not_of(" \t"));
     value.erase(value.find_last_not_of(" \t\r") + 1);
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) return where + "'" + key + "' is given twice";
-    seen.push_back(key);
     // The reader ends a value at '#', even inside quotes: "a#b" would come back as '"a'.
     if (value.find('#') != std::string::npos)
       return where + "'" + key + "' has a '#' in its value, '" + value +

@@ -1,7 +1,8 @@
 // Command-line flags bound to fields, with CLI11 underneath (only flags.cpp includes it). One Flags
 // object describes one command: its flags in help groups, their defaults (the fields' values when
 // added), an optional --config FILE (TOML) and positional arguments. Parsing is CLI11's — unknown
-// flags, missing values, `--name=value`, --help with groups; a flag given twice takes the last value —
+// flags, missing values, `--name=value`, --help with groups; one rule for repeats: a flag given again
+// overrides the earlier one, on the command line as in --config, and the command line overrides --config —
 // and converting a value
 // is ours, the same for every command: integers within a range, doubles finite (NaN and Inf are
 // refused) and exact (strtod, never through long double), unsigned integers never negative, choices

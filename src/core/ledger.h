@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <new>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -91,7 +91,12 @@ class Buffer {
     if (n_ == 0) return;
     block_ = ((n_ + phase) * sizeof(T) + kBufferAlign - 1) / kBufferAlign * kBufferAlign;
     base_ = pool_allocate(block_);
-    if (!base_) throw std::bad_alloc();
+    if (!base_)
+      throw std::runtime_error("out of memory: the machine did not give " + std::to_string(block_) + " bytes of " +
+                               mem_name(cat_) + (item_ ? std::string(" (") + item_ + ")" : std::string()) +
+                               " to this rank, which held " + std::to_string(ledger.total_current()) +
+                               " bytes then; lower --micro-batch, --seq or --hidden, or run without --force-memory "
+                               "to be told before it starts");
     data_ = static_cast<T*>(base_) + phase;
     if (zero) std::memset(static_cast<void*>(data_), 0, n_ * sizeof(T));
     if (!ledger_->allocate(cat_, n_ * sizeof(T), item_)) item_ = nullptr;

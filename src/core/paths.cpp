@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -87,7 +88,13 @@ std::vector<uint8_t> read_file_bytes(const std::string& path, size_t max_bytes) 
 
 std::string read_file(const std::string& path, size_t max_bytes) {
   const std::vector<uint8_t> b = read_file_bytes(path, max_bytes);
-  return std::string(b.begin(), b.end());
+  std::string text(b.begin(), b.end());
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    const size_t line = 1 + std::count(text.begin(), text.begin() + nul, '\n');
+    throw std::runtime_error("'" + path + "' holds a NUL byte (line " + std::to_string(line) + ", byte " +
+                             std::to_string(nul) + "): not a text file shardlab reads");
+  }
+  return text;
 }
 
 }  // namespace shardlab

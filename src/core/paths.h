@@ -15,7 +15,8 @@ namespace shardlab {
 std::string input_file_problem(const std::string& path);
 
 // The whole file, after the check above, a size limit and the memory available (MemAvailable); throws
-// std::runtime_error with the reason.
+// std::runtime_error with the reason. read_file is for text (configs, CSV, JSON): it refuses a NUL byte,
+// which readers built on C strings would take for the end of a value (`steps = 3<NUL>000` read as 3).
 std::string read_file(const std::string& path, size_t max_bytes = size_t(1) << 30);
 std::vector<uint8_t> read_file_bytes(const std::string& path, size_t max_bytes = size_t(1) << 40);
 

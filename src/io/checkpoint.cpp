@@ -237,7 +237,8 @@ std::string read_latest(const std::string& dir) {
   if (!fs::exists(p, ec) && !fs::is_symlink(p, ec)) return "";
   std::string name;
   try {
-    name = read_file(p.string(), 4096);
+    const std::vector<uint8_t> bytes = read_file_bytes(p.string(), 4096);  // any bytes: they are shown below
+    name.assign(bytes.begin(), bytes.end());
   } catch (const std::runtime_error& e) {
     throw err(p, e.what());
   }

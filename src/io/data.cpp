@@ -6,6 +6,7 @@
 
 #include "core/paths.h"
 #include "core/rng.h"
+#include "io/data_identity.h"
 
 namespace shardlab {
 
@@ -13,6 +14,7 @@ TextData::TextData(const std::string& path, int seq, int vocab) : path_(path), s
   if (std::string why = input_file_problem(path); !why.empty()) throw std::runtime_error("--data: " + why);
   bytes_ = read_file_bytes(path);
   if (bytes_.empty()) throw std::runtime_error("data file '" + path + "' is empty");
+  identify_data(path, &bytes_);  // what checkpoints will record: these very bytes
   split_ = bytes_.size() - bytes_.size() / 10;
   const size_t need = static_cast<size_t>(seq) + 2;
   if (split_ < need || bytes_.size() - split_ < need)

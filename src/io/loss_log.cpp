@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "core/paths.h"
-#include "io/files.h"
+#include "io/owned_files.h"
 
 namespace shardlab {
 
@@ -27,13 +27,19 @@ LossLog::LossLog(const std::string& path, bool f64, int resume_step) : path_(pat
         if (!line.empty() && std::atoi(line.c_str()) <= resume_step) kept += line + "\n";
     }
   }
-  write_text_file_atomic(path, kept);
+  write_owned_file(path, kept, true);
   f_ = std::fopen(path.c_str(), "a");
   if (!f_) throw std::runtime_error("cannot append to " + path + ": " + std::strerror(errno));
 }
 
 LossLog::~LossLog() {
-  if (f_) std::fclose(f_);
+  if (!f_) return;
+  std::fclose(f_);
+  try {
+    record_owned_file(path_);  // the rows appended since it was opened are shardlab's too
+  } catch (const std::exception&) {
+    // unrecorded rows still count as shardlab's: they follow the recorded bytes (io/owned_files.h)
+  }
 }
 
 void LossLog::row(int step, double loss, double grad_norm, double lr, double ms, std::optional<double> val_loss) {
@@ -101,7 +107,7 @@ LossTable read_loss_csv(const std::string& path) {
       throw bad(lineno, std::to_string(row.size()) + " cells for " + std::to_string(t.columns.size()) + " columns");
     // Steps are positive integers in increasing order, losses finite: anything else is not a training log.
     if (!(row[0] >= 1 && row[0] == std::floor(row[0]) && row[0] < 1e15))
-      throw bad(lineno, "step '" + std::to_string(row[0]) + "' is not a positive integer");
+      throw bad(lineno, "step '" + line.substr(0, line.find(',')) + "' is not a positive integer");
     if (row[0] <= previous)
       throw bad(lineno, "step " + std::to_string(int64_t(row[0])) + " does not follow the previous one");
     if (!std::isfinite(row[loss])) throw bad(lineno, "the loss is not a finite number");

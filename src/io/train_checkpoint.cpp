@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "io/checkpoint.h"
+#include "io/data_identity.h"
 
 namespace shardlab {
 
@@ -71,15 +72,28 @@ std::string save_train_checkpoint(const std::string& dir, int64_t step, const Tr
     if (store->begin() != 0 || store->size() < layout.total())
       throw std::logic_error("save_train_checkpoint needs whole stores; gather shards first");
     if (layout.slice().tp != 1) throw std::logic_error("save_train_checkpoint needs the whole model's layout");
-    for (const TensorSpec& t : layout.tensors())
-      (kind == "model" ? model : optim)
-          .tensors.push_back(
-              {tensor_name(kind, t.name), dt, t.shape, store->raw(t.offset), t.numel * store->elem_bytes()});
+    for (const TensorSpec& t : layout.tensors()) {
+      const size_t bytes = t.numel * store->elem_bytes();
+      const auto* data = static_cast<const unsigned char*>(store->raw(t.offset));
+      // A diverged step is never saved: it would become `latest` (and --keep-last would prune the last good
+      // step for it), yet no load accepts it.
+      if (const long bad = first_non_finite(dt, data, bytes); bad >= 0) {
+        const std::vector<int64_t> kept = checkpoint_steps(dir);
+        throw std::runtime_error(
+            "the model states became NaN or Inf in step " + std::to_string(step) + " (" + tensor_name(kind, t.name) +
+            ", element " + std::to_string(bad) + "): step " + std::to_string(step) + " is not saved" +
+            (kept.empty() ? std::string()
+                          : "; the newest checkpoint, " + dir + "/" + step_dir_name(kept.back()) +
+                                ", is kept: resume from it with a lower --lr"));
+      }
+      (kind == "model" ? model : optim).tensors.push_back({tensor_name(kind, t.name), dt, t.shape, data, bytes});
+    }
   }
   nlohmann::json meta;
   meta["config"] = cfg.to_json();
   meta["params"] = layout.total();
   meta["run_id"] = cfg.run_id;
+  meta["data"] = identify_data(cfg.data).to_json();  // which bytes it trained on (io/data_identity.h)
   meta["data_position"] = {{"step", step}, {"sampler", "rng(seed, \"data\", step)"}};
   meta["rng"] = {{"seed", cfg.seed}, {"kind", "counter-based; a pure function of (seed, what, index)"}};
   std::vector<CheckpointFile> files{model};
@@ -87,10 +101,11 @@ std::string save_train_checkpoint(const std::string& dir, int64_t step, const Tr
   return save_checkpoint(dir, step, files, meta);
 }
 
-TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step) {
+TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step, DataIdentity* data) {
   LoadedCheckpoint ck = load_checkpoint(dir_or_step);
   if (!ck.meta.contains("config")) throw std::runtime_error("checkpoint " + ck.path + ": meta.json has no config");
   if (step) *step = ck.meta.at("step").get<int64_t>();
+  if (data) *data = DataIdentity::from_json(ck.meta.contains("data") ? ck.meta["data"] : nlohmann::json());
   TrainConfig cfg = TrainConfig::from_json(ck.meta.at("config"));
   // The model's shape is checked, not trusted: eval and sample size every buffer from it (heads 0 or seq 0
   // would divide by zero, hidden 0 would evaluate nothing).

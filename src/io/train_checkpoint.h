@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/flat_store.h"
+#include "io/data_identity.h"
 #include "model/param_layout.h"
 #include "optim/model_states.h"
 #include "train/train_config.h"
@@ -33,8 +34,8 @@ std::string save_train_checkpoint(const std::string& dir, int64_t step, const Tr
                                   const ParamLayout& layout, const NamedStores<T>& stores);
 
 // Reads the config stored in a checkpoint (DIR or a step dir), its model shape validated; throws with a
-// clear message.
-TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step = nullptr);
+// clear message. data: the data it trained on (meta.json "data"; an empty sha256 where none is recorded).
+TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step = nullptr, DataIdentity* data = nullptr);
 
 // Checks every tensor the configuration's model states need (weights and optimizer states): present,
 // with this model's shape and the expected dtype, every value finite. Throws std::runtime_error with the

@@ -17,9 +17,10 @@ std::vector<int> parse_layers(const std::string& s) {
   while (at <= s.size()) {
     const size_t comma = s.find(',', at);
     const std::string item = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    char* end = nullptr;
-    const long n = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end || n < 1 || n > 1000000) return {};
+    // Digits only: strtol alone would also take " 2", "+2" and "0x2".
+    if (item.empty() || item.size() > 7 || item.find_first_not_of("0123456789") != std::string::npos) return {};
+    const long n = std::strtol(item.c_str(), nullptr, 10);
+    if (n < 1 || n > 1000000) return {};
     v.push_back(static_cast<int>(n));
     if (comma == std::string::npos) break;
     at = comma + 1;

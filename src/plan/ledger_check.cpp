@@ -3,6 +3,7 @@
 #include "plan/ledger_check.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -62,6 +63,23 @@ StageFacts stage_facts(const LedgerCheck& c, int stage) {
           stage_activation_peak(c.activation_shape, part, stage, actions[stage])};
 }
 
+// An activation item's totals against its size and count: everything allocated, nothing held at the end (a
+// record is released after its backward), a peak of whole records within both.
+void check_item_totals(const Json& it, const std::string& where, u64 each, u64 allocations, u64 category_peak) {
+  const u64 total = need_u64(it, "bytes_allocated", where), peak = need_u64(it, "peak", where),
+            current = need_u64(it, "current", where);
+  if (total != each * allocations)
+    throw std::runtime_error(where + ": bytes_allocated " + std::to_string(total) + " is not bytes_each " +
+                             std::to_string(each) + " × allocations " + std::to_string(allocations));
+  if (current != 0)
+    throw std::runtime_error(where + ": " + std::to_string(current) +
+                             " bytes still held at the end of the run (every record is released after its backward)");
+  if (peak > total || (each != 0 && peak % each != 0) || peak > category_peak)
+    throw std::runtime_error(where + ": peak " + std::to_string(peak) + " is not a whole number of records of " +
+                             std::to_string(each) + " bytes within the " + std::to_string(total) +
+                             " allocated and the activation peak " + std::to_string(category_peak));
+}
+
 // Every saved tensor of one rank against the itemised formula, and the activation peak.
 void check_activations(const Json& rank, const LedgerCheck& c, u64 micro_batches, const StageFacts& st, RankCheck* rc) {
   const ActivationShape& s = c.activation_shape;
@@ -76,7 +94,7 @@ void check_activations(const Json& rank, const LedgerCheck& c, u64 micro_batches
   std::map<std::string, std::pair<u64, u64>> measured;
   for (const auto& [name, it] : items.items()) {
     if (name.rfind("block.", 0) != 0 && name.rfind("head.", 0) != 0) continue;  // activations only
-    const std::string where = "memory.items." + name;
+    const std::string where = "rank " + std::to_string(rc->rank) + " memory.items." + name;
     measured[name] = {it.contains("bytes_each") ? need_u64(it, "bytes_each", where) : ~u64(0),
                       need_u64(it, "allocations", where)};
   }
@@ -95,6 +113,11 @@ void check_activations(const Json& rank, const LedgerCheck& c, u64 micro_batches
     if (r.in_ledger) std::tie(r.measured_bytes, r.measured_allocations) = measured[name];
     r.match = r.in_formula && r.in_ledger && r.formula_bytes == r.measured_bytes &&
               r.formula_allocations == r.measured_allocations;
+    // An item that matches the formula: its other numbers follow from those two and from the run, and a
+    // ledger contradicting itself there (edited, or a bug in its bookkeeping) is refused, not passed.
+    if (r.match) check_item_totals(items.at(name), "rank " + std::to_string(rc->rank) + " memory.items." + name,
+                                   r.measured_bytes, r.measured_allocations,
+                                   need_u64(need(memory, "activation", "memory"), "peak", "memory.activation"));
     rc->activations.push_back(r);
   }
   rc->peak_formula = st.peak;
@@ -106,22 +129,18 @@ void read_layout(const Json& j, LedgerCheck* c) {
   c->sharded = true;
   c->layout.dp = need_u64(l, "dp", "layout");
   c->layout.strategy = need_word<Strategy>(l, "strategy", "layout", parse_strategy);
-  if (l.contains("tp")) c->tp = need_u64(l, "tp", "layout");
+  if (l.contains("tp")) c->tp = need_in(l, "tp", "layout", 1, 1u << 20);
   if (l.contains("sequence_parallel")) {
     if (!l.at("sequence_parallel").is_boolean()) throw std::runtime_error("layout.sequence_parallel must be a boolean");
     c->sequence_parallel = l.at("sequence_parallel").get<bool>();
   }
-  if (c->tp < 1 || c->tp > (1u << 20)) throw std::runtime_error("layout.tp must be in [1, 1048576]");
   if (l.contains("ranks_per_node")) c->world_ranks_per_node = need_u64(l, "ranks_per_node", "layout");
   if (c->world_ranks_per_node % c->tp != 0)
     throw std::runtime_error("layout.ranks_per_node is not a multiple of layout.tp (tp partners share a node)");
-  if (l.contains("pp")) c->pp = static_cast<int>(need_u64(l, "pp", "layout"));
-  if (l.contains("virtual_stages")) c->virtual_stages = static_cast<int>(need_u64(l, "virtual_stages", "layout"));
+  if (l.contains("pp")) c->pp = static_cast<int>(need_in(l, "pp", "layout", 1, 4096));
+  if (l.contains("virtual_stages")) c->virtual_stages = static_cast<int>(need_in(l, "virtual_stages", "layout", 1, 4096));
   if (l.contains("pp_layers")) c->pp_layers = need_string(l, "pp_layers", "layout");
   if (l.contains("schedule")) c->schedule = need_string(l, "schedule", "layout");
-  if (c->pp < 1 || c->pp > 4096) throw std::runtime_error("layout.pp must be in [1, 4096]");
-  if (c->virtual_stages < 1 || c->virtual_stages > 4096)
-    throw std::runtime_error("layout.virtual_stages must be in [1, 4096]");
   // Data-parallel partners are tp·pp world ranks apart: K/(tp·pp) of them share a node, or 1 when a node
   // holds less than one pipeline replica.
   const u64 K = c->world_ranks_per_node, replica = c->tp * c->pp;
@@ -235,7 +254,8 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
     c.activations_checked = true;
     c.activation_shape = read_activation_shape(model.at("activations"));
   }
-  if (j.contains("world_size")) c.world_size = static_cast<int>(need_u64(j, "world_size", "the ledger"));
+  if (j.contains("world_size"))
+    c.world_size = static_cast<int>(need_in(j, "world_size", "the ledger", 1, std::numeric_limits<int>::max()));
   const Json& ranks = need(j, "ranks", "the ledger");
   if (!ranks.is_array()) throw std::runtime_error("\"ranks\" must be an array");
   if (j.contains("layout")) read_layout(j, &c);

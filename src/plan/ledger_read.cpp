@@ -19,6 +19,13 @@ u64 need_u64(const Json& obj, const char* key, const std::string& where) {
   if (!v.is_number_unsigned()) throw std::runtime_error(where + "." + key + " must be a non-negative integer");
   return v.get<u64>();
 }
+u64 need_in(const Json& obj, const char* key, const std::string& where, u64 lo, u64 hi) {
+  const u64 v = need_u64(obj, key, where);
+  if (v < lo || v > hi)
+    throw std::runtime_error(where + "." + key + " is " + std::to_string(v) + ", outside [" + std::to_string(lo) +
+                             ", " + std::to_string(hi) + "]: no run writes that");
+  return v;
+}
 std::string need_string(const Json& obj, const char* key, const std::string& where) {
   const Json& v = need(obj, key, where);
   if (!v.is_string()) throw std::runtime_error(where + "." + key + " must be a string");

@@ -20,6 +20,8 @@ using Json = nlohmann::json;
 
 const Json& need(const Json& obj, const char* key, const std::string& where);
 std::uint64_t need_u64(const Json& obj, const char* key, const std::string& where);
+// A count that must lie in [lo, hi] (a world's size, stages, chunks), checked before anything narrows it.
+std::uint64_t need_in(const Json& obj, const char* key, const std::string& where, std::uint64_t lo, std::uint64_t hi);
 std::string need_string(const Json& obj, const char* key, const std::string& where);
 // A word parsed with parse(word, &value) (a string, or the number's text), else "unknown where.key".
 template <class T, class P>

@@ -10,6 +10,7 @@
 
 #include "core/paths.h"
 #include "io/loss_log.h"
+#include "io/owned_files.h"
 
 namespace shardlab {
 
@@ -48,16 +49,10 @@ std::string plot_output_problem(const std::string& path, const std::vector<std::
   for (const std::string& in : inputs)
     if (fs::exists(in, ec) && fs::exists(path, ec) && fs::equivalent(in, path, ec))
       return "'" + path + "' is one of the inputs; give another " + flag;
-  if (!fs::exists(path, ec)) return "";
-  if (!fs::is_regular_file(path, ec)) return "'" + path + "' exists and is not a regular file; give another " + flag;
-  std::string head;
-  try {
-    head = read_file(path, size_t(64) << 20);
-  } catch (const std::exception& e) {
-    return std::string(e.what()) + "; give another " + flag;
-  }
-  if (head.substr(0, 512).find(kPlotMark) == std::string::npos)
-    return "'" + path + "' exists and was not drawn by shardlab; it is never replaced: give another " + flag;
+  if (std::string why = owned_file_problem(path); !why.empty())
+    return why + "; shardlab never replaces it: give another " + flag;
+  if (fs::exists(path, ec) && read_file(path, size_t(64) << 20).substr(0, 512).find(kPlotMark) == std::string::npos)
+    return "'" + path + "' is a file of shardlab's but not a picture it drew; give another " + flag;
   return "";
 }
 

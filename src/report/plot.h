@@ -14,10 +14,11 @@ struct Series {
   int color = 0;  // index into the palette
 };
 
-// Every picture shardlab draws carries this mark, so a later drawing knows it may replace the file.
+// Every picture shardlab draws says so in its first lines (for a reader; what shardlab may replace is
+// decided by io/owned_files.h).
 constexpr const char* kPlotMark = "<!-- drawn by shardlab -->";
-// "" when `path` may receive a drawing: it does not exist, or it is a drawing shardlab made (the mark in
-// its first lines) and not one of `inputs`; else why not.
+// "" when `path` may receive a drawing: it does not exist, or shardlab drew it and it is unchanged
+// (io/owned_files.h), and it is not one of `inputs`; else why not.
 std::string plot_output_problem(const std::string& path, const std::vector<std::string>& inputs,
                                 const std::string& flag = "--out");
 

@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "core/flops.h"
-#include "io/files.h"
+#include "io/owned_files.h"
 #include "report/format.h"
 #include "report/pipeline_report.h"
 
@@ -102,13 +102,13 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
     j["pipeline"] = pipeline_section(layout.pipeline, j["ranks"], schedule);
     for (auto& r : j["ranks"]) r.erase("pipeline");  // the slots are in the picture; the section keeps the sums
   }
-  write_text_file_atomic(path, j.dump(1) + "\n");
+  write_owned_file(path, j.dump(1) + "\n");
   return j;
 }
 
 void write_trace_file(const std::string& path, const Trace& trace, Communicator& world) {
   std::vector<std::string> all = gather_strings(trace.to_json_events(world.rank()), world);
-  if (world.rank() == 0) write_text_file_atomic(path, trace_document(all) + "\n");
+  if (world.rank() == 0) write_owned_file(path, trace_document(all) + "\n");
 }
 
 void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layout, const MemoryLedger& memory,

@@ -1,14 +1,18 @@
 // Resolving --resume (see resume.h).
 #include "train/resume.h"
 
+#include "core/paths.h"
 #include "io/checkpoint.h"
+#include "io/data_identity.h"
 #include "io/train_checkpoint.h"
 #include "train/run_dirs.h"
 
 namespace shardlab {
 
-std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cfg, int64_t& resume_step) {
-  TrainConfig ck = checkpoint_config(cfg.resume, &resume_step);
+std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cfg, int64_t& resume_step,
+                           std::string& warning) {
+  DataIdentity was;  // the data the checkpoint trained on
+  TrainConfig ck = checkpoint_config(cfg.resume, &resume_step, &was);
   TrainConfig merged = ck;
   const TrainConfig fresh;  // checkpoints hold whole tensors: the layout is the new run's to choose
   merged.dp = fresh.dp;
@@ -50,6 +54,18 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
   if (merged.steps <= resume_step)
     return "--steps " + std::to_string(merged.steps) + " is not beyond the checkpoint's step " +
            std::to_string(resume_step) + " (--steps counts the total)";
+  // The data: the checkpoint's own bytes, or another file named with --data on purpose (said, not refused).
+  if (!was.sha256.empty()) {
+    if (const std::string why = input_file_problem(merged.data); !why.empty())
+      throw std::runtime_error("--data: " + why + " (the checkpoint trained on " + was.describe() + ")");
+    const DataIdentity now = identify_data(merged.data);
+    if (now.sha256 != was.sha256 || now.bytes != was.bytes) {
+      if (merged.data == ck.data)
+        return "--resume: the data file " + now.describe() + " is not the one the checkpoint trained on, " +
+               was.describe() + "; give that file with --data, or name other data with --data to train on it on purpose";
+      warning = "training on " + now.describe() + ", not on the checkpoint's data " + was.describe();
+    }
+  }
   // Every tensor the run will load, checked now — on every rank alike, before any rank talks to another —
   // so a bad checkpoint is one message, not an abort in the middle of a collective.
   check_train_checkpoint(cfg.resume, merged, ParamLayout(merged.model));

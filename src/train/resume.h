@@ -2,7 +2,9 @@
 // given now on top of it — except the ones that define the model states (shape, precision, optimizer),
 // which must match what was saved. The layout (dp, ZeRO/FSDP, nodes) is the new run's to choose:
 // checkpoints hold whole tensors. Where it writes (--out, --save, …) is only what its own command line
-// says. The run keeps its identity (run id), so it may continue into directories of its own.
+// says. The run keeps its identity (run id), so it may continue into directories of its own. And it trains
+// on the same data: the checkpoint names its data file's bytes (io/data_identity.h); the checkpoint's path
+// holding other bytes is refused, another --data named on purpose is trained on with a warning.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -16,6 +18,8 @@ namespace shardlab {
 // configuration (cfg.resume the exact step directory), resume_step the checkpoint's step, and the result
 // "". Reads and verifies the checkpoint — every file's checksum, every tensor's shape, dtype and finiteness
 // — and throws std::runtime_error on a damaged one; returns one sentence on a configuration mismatch.
-std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cfg, int64_t& resume_step);
+// warning: set when the run trains on other data than the checkpoint's, by its own --data.
+std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cfg, int64_t& resume_step,
+                           std::string& warning);
 
 }  // namespace shardlab

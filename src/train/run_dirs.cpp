@@ -14,6 +14,7 @@
 #include "core/paths.h"
 #include "io/checkpoint.h"
 #include "io/loss_log.h"
+#include "io/owned_files.h"
 
 namespace shardlab {
 
@@ -65,23 +66,33 @@ bool inside(const fs::path& inner, const fs::path& outer) {
 
 const char* kHow = "give a new directory, or --overwrite to replace them";
 
-// --out DIR: "" if the run may write its files there.
+// Does this run write file F of kRunOutputFiles into --out?
+bool run_writes(const TrainConfig& cfg, const std::string& f) {
+  if (f == "trace.json") return cfg.trace == "on";
+  if (f == "schedule.svg") return cfg.pp > 1;
+  return true;
+}
+
+// --out DIR: "" if the run may write its files there. Every file the run writes must be absent or still the
+// bytes shardlab wrote (io/owned_files.h); one it does not write is removed at the start if shardlab wrote
+// it (it would not match the new ledger.json) and left alone if somebody else did.
 std::string check_out(const TrainConfig& cfg, int64_t resume_step) {
   const fs::path dir(cfg.out);
   std::error_code ec;
+  if (std::string why = owned_record_problem(cfg.out); !why.empty())
+    return "--out " + cfg.out + ": " + why + "; shardlab never replaces it: give a new directory";
   std::vector<std::string> present;
   for (const std::string& f : kRunOutputFiles) {
     if (!fs::exists(dir / f, ec) && !fs::is_symlink(dir / f, ec)) continue;
-    if (!fs::is_regular_file(dir / f, ec) || fs::is_symlink(dir / f, ec))
-      return "--out " + cfg.out + " holds " + f + ", which is not a regular file shardlab wrote; give a new directory";
+    if (std::string why = owned_file_problem((dir / f).string(), f == "loss.csv"); !why.empty()) {
+      if (!run_writes(cfg, f)) continue;  // not this run's to write, nor shardlab's to remove
+      return "--out " + cfg.out + ": " + why + "; shardlab never replaces it, --overwrite or not: give a new " +
+             "directory or move the file away";
+    }
     present.push_back(f);
   }
   if (present.empty()) return "";
   const nlohmann::json config = read_json(dir / "config.json");
-  if (!config.is_object() || !config.contains("run_id"))
-    return "--out " + cfg.out + " holds " + present.front() +
-           " that no shardlab run wrote (no config.json with a run id); shardlab never replaces it: give a new "
-           "directory";
   if (cfg.overwrite) return "";
   const std::string owner = run_id_in(config);
   int64_t last = 0;

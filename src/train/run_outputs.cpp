@@ -3,11 +3,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 
 #include "core/paths.h"
 #include "io/checkpoint.h"
-#include "io/files.h"
+#include "io/owned_files.h"
 #include "report/plot.h"
 #include "report/schedule_svg.h"
 
@@ -34,15 +33,14 @@ void RunOutputs::begin(const std::string& header) {
                                     : nlohmann::json();
   const bool own = before.is_object() && before.value("run_id", "") == cfg_.run_id;
   // This run writes a new ledger.json; a trace.json or schedule.svg of before (another run replaced with
-  // --overwrite, or this run's earlier part, maybe on another layout) would no longer match it.
-  std::error_code ec;
-  for (const char* f : {"/trace.json", "/schedule.svg"})
-    if (std::filesystem::is_regular_file(cfg_.out + f, ec) && !std::filesystem::is_symlink(cfg_.out + f, ec))
-      std::filesystem::remove(cfg_.out + f, ec);
+  // --overwrite, or this run's earlier part, maybe on another layout) would no longer match it: removed if
+  // shardlab wrote it, left alone if somebody else did (io/owned_files.h; the claim refused the run if it
+  // writes one of them itself).
+  for (const char* f : {"/trace.json", "/schedule.svg"}) remove_owned_file(cfg_.out + f);
   nlohmann::json config = cfg_.to_json();
   config["run_id"] = cfg_.run_id;
-  write_text_file_atomic(cfg_.out + "/config.json", config.dump(2) + "\n");
-  write_text_file_atomic(cfg_.out + "/config.toml", cfg_.to_toml());
+  write_owned_file(cfg_.out + "/config.json", config.dump(2) + "\n");
+  write_owned_file(cfg_.out + "/config.toml", cfg_.to_toml());
   log_ =
       std::make_unique<LossLog>(cfg_.out + "/loss.csv", cfg_.dtype == "f64", own ? static_cast<int>(resume_step_) : 0);
 }
@@ -68,12 +66,12 @@ void RunOutputs::finish(const RunLayout& layout, size_t params) {
   progress_.finish();
   nlohmann::json ledger;
   if (!cfg_.out.empty()) {
-    if (root_) write_text_file_atomic(cfg_.out + "/loss.svg", plot_runs({cfg_.out}, "loss"));
+    if (root_) write_owned_file(cfg_.out + "/loss.svg", plot_runs({cfg_.out}, "loss"));
     std::vector<SchedulePanel> schedule;
     ledger = write_ledger_file(cfg_.out + "/ledger.json", cfg_, params, layout, ledgers_.memory, ledgers_.comm,
                                ledgers_.comm_eval, ledgers_.comm_checkpoint, world_, &schedule);
     if (root_ && !schedule.empty())
-      write_text_file_atomic(cfg_.out + "/schedule.svg", schedule_svg(schedule, cfg_.virtual_stages));
+      write_owned_file(cfg_.out + "/schedule.svg", schedule_svg(schedule, cfg_.virtual_stages));
     if (ledgers_.trace.enabled()) write_trace_file(cfg_.out + "/trace.json", ledgers_.trace, world_);
   }
   if (!root_) return;

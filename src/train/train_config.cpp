@@ -33,7 +33,8 @@ void precision_flags(Flags& f, TrainConfig& c) {
   f.choice("--master", c.master, {"fp32", "none"}, "fp32 master weights with --mixed bf16");
   f.group("Activations");
   f.choice("--attention", c.attention, {"naive", "flash"},
-           "attention kernel: naive keeps the s×s probabilities, flash only a log-sum-exp");
+           "attention kernel: naive keeps the s×s probabilities, flash only a log-sum-exp (flash's curve agrees "
+           "with naive's within the tolerance, not bit for bit: its softmax adds in another order)");
   f.choice("--recompute", c.recompute, {"none", "selective", "full"},
            "recompute in backward: selective the attention probabilities, full each block's forward");
 }

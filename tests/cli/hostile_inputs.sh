@@ -260,11 +260,11 @@ if [ ! -e "$W/lock_target" ] && [ ! -e "$W/lock_target2" ]; then ok "(5) ... and
 else fail "(5) a lock symlink is never followed" "$(ls -la "$W"/lock_target* 2>&1 | tr '\n' '|')"; fi
 ln -s "$W/fifo" "$W/fifo_link.svg"
 refused "(5) plot --out ''" 2 "--out needs a file name" "$W/traced" -- "$S" plot "$W/traced" --out ''
-refused "(5) plot --out a FIFO" 2 "fifo' exists and is not a regular file" "$W/traced" -- "$S" plot "$W/traced" --out "$W/fifo"
-refused "(5) plot --out a symlink to a FIFO" 2 "fifo_link.svg' exists and is not a regular file" "$W/traced" -- \
+refused "(5) plot --out a FIFO" 2 "fifo' is not a regular file" "$W/traced" -- "$S" plot "$W/traced" --out "$W/fifo"
+refused "(5) plot --out a symlink to a FIFO" 2 "fifo_link.svg' is not a regular file" "$W/traced" -- \
   "$S" plot "$W/traced" --out "$W/fifo_link.svg"
-refused "(5) plot --out /dev/null" 2 "/dev/null' exists and is not a regular file" "$W/traced" -- "$S" plot "$W/traced" --out /dev/null
-refused "(5) plot --out a directory" 2 "adir' exists and is not a regular file" "$W/traced" -- "$S" plot "$W/traced" --out "$W/adir"
+refused "(5) plot --out /dev/null" 2 "/dev/null' is not a regular file" "$W/traced" -- "$S" plot "$W/traced" --out /dev/null
+refused "(5) plot --out a directory" 2 "adir' is not a regular file" "$W/traced" -- "$S" plot "$W/traced" --out "$W/adir"
 [ -p "$W/fifo" ] && [ -d "$W/adir" ] && ok "(5) ... the FIFO and the directory are still what they were" ||
   fail "(5) plot left the FIFO and the directory alone" "$(ls -la "$W/fifo" "$W/adir" 2>&1 | tr '\n' '|')"
 
@@ -380,7 +380,16 @@ cfg_refused() {  # cfg_refused NAME PATTERN TEXT
   printf "$3" >"$W/bad.toml"
   refused "(10) --config with $1: refused, exit 2" 2 "$2" "$W" -- "$S" train --config "$W/bad.toml" --data "$tmp/small.txt" --steps 1
 }
-cfg_refused "a duplicate key" "bad.toml line 2: 'layers' is given twice" 'layers = 1\nlayers = 2\n'
+# One rule for a repeated flag, in a config file as on the command line: the later one wins.
+printf 'layers = 1\nlayers = 2\nsteps = 1\n' >"$W/dup.toml"
+if timeout 60 "$S" train --config "$W/dup.toml" --layers 3 --layers 2 --hidden 32 --heads 2 --seq 32 --data "$tmp/small.txt" \
+  --progress none --eval-windows 0 --out "$W/dup" >"$tmp/dup.log" 2>&1 && grep -q '^layers = 2$' "$W/dup/config.toml" &&
+  timeout 60 "$S" train --config "$W/dup.toml" --hidden 32 --heads 2 --seq 32 --data "$tmp/small.txt" --progress none \
+    --eval-windows 0 --out "$W/dup2" >>"$tmp/dup.log" 2>&1 && grep -q '^layers = 2$' "$W/dup2/config.toml"; then
+  ok "(10) a key given twice in --config, a flag given twice on the command line: the later one wins in both (config.toml says 2)"
+else
+  fail "(10) repeated keys and flags: the later one wins" "$(last "$tmp/dup.log")"
+fi
 cfg_refused "an array" "bad.toml line 1: 'layers' needs exactly one value, got '\[1, 2\]'" 'layers = [1, 2]\n'
 cfg_refused "a [section]" "bad.toml line 2: config files hold flags only, no \[sections\]" 'layers = 1\n[model]\nhidden = 32\n'
 cfg_refused "overwrite = 3" "bad.toml line 1: 'overwrite' is a switch: true or false, got '3'" 'overwrite = 3\n'

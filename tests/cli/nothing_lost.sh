@@ -73,7 +73,7 @@ runs "(1) --overwrite replaces another run's files" "$S" train "${M[@]}" --steps
 [ "$(tail -n +2 "$tmp/A_copy/loss.csv" | wc -l)" = 2 ] && ok "(1) ... with a loss.csv of its own 2 steps" ||
   fail "(1) --overwrite" "$(cat "$tmp/A_copy/loss.csv" | tr '\n' '|')"
 mkdir -p "$tmp/foreign" && echo "my notes" >"$tmp/foreign/loss.csv"
-refused "(1) a loss.csv shardlab did not write is never replaced, even with --overwrite" "no shardlab run wrote" "$tmp/foreign" -- \
+refused "(1) a loss.csv shardlab did not write is never replaced, even with --overwrite" "not written by shardlab" "$tmp/foreign" -- \
   "$S" train "${M[@]}" --steps 2 --out "$tmp/foreign" --overwrite
 refused "(1) --data that is one of the run's own outputs: refused" "input of this run" "$tmp/A" -- \
   "$S" train "${M[@]}" --steps 2 --data "$tmp/A/loss.csv" --out "$tmp/A" --overwrite
@@ -97,7 +97,7 @@ runs "(1) ... and after that run was killed (the kernel drops its lock) the dire
   "$S" train "${M[@]}" --steps 2 --out "$tmp/L" --overwrite
 # plot --out: never an input, never a file it did not draw.
 refused "(1) plot --out one of its inputs: refused" "inputs" "$tmp/A" -- "$S" plot "$tmp/A" --out "$tmp/A/loss.csv"
-refused "(1) plot --out a file it did not draw: refused" "not drawn by shardlab" "$tmp/A" -- "$S" plot "$tmp/A" --out "$tmp/A/config.json"
+refused "(1) plot --out a file it did not draw: refused" "not a picture it drew" "$tmp/A" -- "$S" plot "$tmp/A" --out "$tmp/A/config.json"
 runs "(1) plot --out a picture it drew before replaces it" "$S" plot "$tmp/A" "$tmp/A_copy" --out "$tmp/A/loss.svg"
 # A re-save interrupted between its two renames: latest names step N, only step_N.old exists. Still loadable.
 cp -r "$tmp/A/ck" "$tmp/half"

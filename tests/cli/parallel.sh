@@ -206,7 +206,8 @@ R=("${TINY[@]}" --dtype f64 --lr-schedule constant --warmup 2 --global-batch 2 -
 train_run "(5) reference: -np 2 --zero 1, 10 steps" 2 "$K/ref" zero1 -- "${R[@]}" --zero 1 --steps 10
 if train_run "(5) -np 2 --zero 3, 6 steps, --save" 2 "$K/run" zero3 -- "${R[@]}" --zero 3 --steps 6 --save "$K/ck"; then
   cp "$K/run/loss.csv" "$K/six.csv"
-  cp "$K/run/config.json" "$K/six.json"  # the run's identity: a copy of its --out is still its own
+  cp "$K/run/config.json" "$K/six.json"  # the run's identity: a copy of its --out is still its own,
+  cp "$K/run/shardlab-files.json" "$K/six.files"  # with the record of the bytes shardlab wrote
   # Resumed runs save where their own command line says (here: elsewhere, to keep ck as it is).
   train_run "(5) -np 2 --zero 1 --resume of the ZeRO-3 checkpoint to 10 steps" 2 "$K/run" zero1 -- \
     "${R[@]}" --zero 1 --resume "$K/ck" --steps 10 --save "$K/ck_z1" &&
@@ -214,7 +215,8 @@ if train_run "(5) -np 2 --zero 3, 6 steps, --save" 2 "$K/run" zero3 -- "${R[@]}"
       "$K/ref" "$K/run" --rtol 0
   # The same checkpoint on one process: trains (loss finite), and matches the reference to the
   # f64 tolerance (one process vs DP on 2, as in (4)).
-  mkdir -p "$K/one" && cp "$K/six.csv" "$K/one/loss.csv" && cp "$K/six.json" "$K/one/config.json"
+  mkdir -p "$K/one" && cp "$K/six.csv" "$K/one/loss.csv" && cp "$K/six.json" "$K/one/config.json" &&
+    cp "$K/six.files" "$K/one/shardlab-files.json"
   if train_run "(5) 1 process --resume of the ZeRO-3 checkpoint" 1 "$K/one" -- \
     --resume "$K/ck" --global-batch 2 --micro-batch 1 --steps 10 --save "$K/ck_one"; then
     bad=$(awk -F, 'NR > 7 && $2 !~ /^[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?$/ { print "step " $1 ": " $2 }' "$K/one/loss.csv" | head -n 2)

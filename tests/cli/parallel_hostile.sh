@@ -130,9 +130,9 @@ else
   fail "(1) schedule --svg title keeps the cost" "$(grep -o 'a backward [0-9.]*' "$W/half.svg" 2>/dev/null | head -n 1)"
 fi
 echo "my drawing" >"$W/mine.svg"
-refused "(1) schedule --svg over a person's file: refused, naming --svg" 2 "never replaced: give another --svg\$" \
+refused "(1) schedule --svg over a person's file: refused, naming --svg" 2 "never replaces it: give another --svg\$" \
   "$S" schedule --svg "$W/mine.svg"
-refused "(1) schedule --svg a directory: refused, naming --svg" 2 "not a regular file; give another --svg\$" \
+refused "(1) schedule --svg a directory: refused, naming --svg" 2 "is not a regular file; shardlab never replaces it: give another --svg\$" \
   "$S" schedule --svg "$W"
 [ "$(cat "$W/mine.svg")" = "my drawing" ] && ok "(1) ... and the person's file is unchanged" || fail "(1) mine.svg unchanged" "$(head -c 80 "$W/mine.svg")"
 
@@ -234,7 +234,7 @@ runs "(5) control: mlp-split under mpirun -np 2" -np 2 "$S" mlp-split --hidden 3
 
 # ---------------------------------------------------------------- (6) schedule.svg is a run output
 mkdir -p "$W/user" && echo "my picture" >"$W/user/schedule.svg"
-mpi_refused "(6) -np 2 --pp 2 --out DIR holding a person's schedule.svg: refused" 2 2 "holds schedule.svg that no shardlab run wrote" \
+mpi_refused "(6) -np 2 --pp 2 --out DIR holding a person's schedule.svg: refused" 2 2 "schedule.svg' was not written by shardlab" \
   "$S" train "${R[@]}" --pp 2 --out "$W/user"
 [ "$(cat "$W/user/schedule.svg")" = "my picture" ] && ok "(6) ... and the person's schedule.svg is unchanged" ||
   fail "(6) the person's schedule.svg is unchanged" "$(head -c 80 "$W/user/schedule.svg")"
@@ -261,8 +261,14 @@ else
   fail "(6) a traced pp 2 run resumed at pp 1 into its own --out" "$(last "$tmp/own.log")"
 fi
 ln -s "$W/user/schedule.svg" "$W/linked" 2>/dev/null; mkdir -p "$W/lk" && mv "$W/linked" "$W/lk/schedule.svg"
-refused "(6) --out holding schedule.svg as a symlink: refused" 2 "holds schedule.svg, which is not a regular file" \
-  "$S" train "${R[@]}" --out "$W/lk"
+mpi_refused "(6) -np 2 --pp 2 --out holding schedule.svg as a symlink: refused" 2 2 "schedule.svg' is not a regular file" \
+  "$S" train "${R[@]}" --pp 2 --out "$W/lk"
+if timeout 60 "$S" train "${R[@]}" --out "$W/lk" >"$tmp/lk.log" 2>&1 </dev/null && [ -L "$W/lk/schedule.svg" ] &&
+  [ "$(cat "$W/user/schedule.svg")" = "my picture" ]; then
+  ok "(6) a run without --pp into that --out: runs, and leaves the symlink and its target alone (not its file to write)"
+else
+  fail "(6) a run without --pp beside a symlinked schedule.svg" "$(last "$tmp/lk.log"); $(ls -l "$W/lk" | tr '\n' ' ')"
+fi
 
 # ---------------------------------------------------------------- (7) 32-bit overflow of the pipeline sizes
 mpi_refused "(7) --pp 2 --virtual-stages 2147483647: 4294967294 chunks, said truly" 2 2 "= 4294967294 model chunks, but the model has 4 layers" \
