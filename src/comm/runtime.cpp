@@ -49,10 +49,11 @@ void init_took_too_long(int) {
   const int rank = world_rank_before_init();
   if (rank == 0 || rank == 1) {
     char msg[200];
-    const int n = std::snprintf(msg, sizeof msg,
-                                "shardlab: error (rank %d): MPI start-up did not finish within %d s (the comm timeout): "
-                                "a rank never joined (stopped, stuck or dead)\n",
-                                rank, startup_seconds);
+    const int n =
+        std::snprintf(msg, sizeof msg,
+                      "shardlab: error (rank %d): MPI start-up did not finish within %d s (the comm timeout): "
+                      "a rank never joined (stopped, stuck or dead)\n",
+                      rank, startup_seconds);
     (void)!::write(2, msg, static_cast<size_t>(n));
   }
   ::_exit(3);

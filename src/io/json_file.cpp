@@ -16,10 +16,10 @@ nlohmann::json read_json_file(const std::string& path, size_t max_bytes) {
   } catch (const nlohmann::json::parse_error& e) {
     const size_t at = e.byte > 0 ? e.byte - 1 : 0;
     const bool cut = at + 1 >= text.size();
-    throw std::runtime_error("'" + path + "' is damaged: " +
-                             (cut ? "it ends before its JSON does (cut short at " + std::to_string(text.size()) +
-                                        " bytes?)"
-                                  : "not JSON at byte " + std::to_string(at) + " of " + std::to_string(text.size())));
+    throw std::runtime_error(
+        "'" + path + "' is damaged: " +
+        (cut ? "it ends before its JSON does (cut short at " + std::to_string(text.size()) + " bytes?)"
+             : "not JSON at byte " + std::to_string(at) + " of " + std::to_string(text.size())));
   }
 }
 

@@ -84,7 +84,8 @@ std::string owned_file_problem(const std::string& path, bool log) {
     return e.what();
   }
   const bool same = text.size() == bytes && sha256_hex(text.data(), text.size()) == sha;
-  const bool grown = log && text.size() > bytes && sha256_hex(text.data(), bytes) == sha && only_rows(text.substr(bytes));
+  const bool grown =
+      log && text.size() > bytes && sha256_hex(text.data(), bytes) == sha && only_rows(text.substr(bytes));
   if (same || grown) return "";
   return "'" + path + "' was changed since shardlab wrote it";
 }

@@ -115,9 +115,10 @@ void check_activations(const Json& rank, const LedgerCheck& c, u64 micro_batches
               r.formula_allocations == r.measured_allocations;
     // An item that matches the formula: its other numbers follow from those two and from the run, and a
     // ledger contradicting itself there (edited, or a bug in its bookkeeping) is refused, not passed.
-    if (r.match) check_item_totals(items.at(name), "rank " + std::to_string(rc->rank) + " memory.items." + name,
-                                   r.measured_bytes, r.measured_allocations,
-                                   need_u64(need(memory, "activation", "memory"), "peak", "memory.activation"));
+    if (r.match)
+      check_item_totals(items.at(name), "rank " + std::to_string(rc->rank) + " memory.items." + name, r.measured_bytes,
+                        r.measured_allocations,
+                        need_u64(need(memory, "activation", "memory"), "peak", "memory.activation"));
     rc->activations.push_back(r);
   }
   rc->peak_formula = st.peak;
@@ -138,7 +139,8 @@ void read_layout(const Json& j, LedgerCheck* c) {
   if (c->world_ranks_per_node % c->tp != 0)
     throw std::runtime_error("layout.ranks_per_node is not a multiple of layout.tp (tp partners share a node)");
   if (l.contains("pp")) c->pp = static_cast<int>(need_in(l, "pp", "layout", 1, 4096));
-  if (l.contains("virtual_stages")) c->virtual_stages = static_cast<int>(need_in(l, "virtual_stages", "layout", 1, 4096));
+  if (l.contains("virtual_stages"))
+    c->virtual_stages = static_cast<int>(need_in(l, "virtual_stages", "layout", 1, 4096));
   if (l.contains("pp_layers")) c->pp_layers = need_string(l, "pp_layers", "layout");
   if (l.contains("schedule")) c->schedule = need_string(l, "schedule", "layout");
   // Data-parallel partners are tp·pp world ranks apart: K/(tp·pp) of them share a node, or 1 when a node

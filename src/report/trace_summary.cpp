@@ -100,8 +100,7 @@ int print_trace_summary(const std::string& run_dir) {
     for (const char* key : {"ts", "dur", "pid"})
       if (!e.contains(key) || !e[key].is_number() || (std::string(key) == "pid" && !e[key].is_number_integer()))
         throw std::runtime_error(at + " has no numeric \"" + key + "\" (not a trace written by shardlab)");
-    if (e.contains("tid") && !e["tid"].is_number_integer())
-      throw std::runtime_error(at + " has a non-integer \"tid\"");
+    if (e.contains("tid") && !e["tid"].is_number_integer()) throw std::runtime_error(at + " has a non-integer \"tid\"");
     const double ts = e["ts"].get<double>(), dur = e["dur"].get<double>();
     if (!(ts >= 0 && ts <= kLongest && dur >= 0 && dur <= kLongest)) {
       char what[160];
@@ -109,7 +108,8 @@ int print_trace_summary(const std::string& run_dir) {
       throw std::runtime_error(at + what + ": no run's span does (a trace shardlab wrote, edited?)");
     }
     const int64_t pid = e["pid"].get<int64_t>();
-    if (pid < 0 || pid > 1000000) throw std::runtime_error(at + " is on rank " + std::to_string(pid) + ": no run has it");
+    if (pid < 0 || pid > 1000000)
+      throw std::runtime_error(at + " is on rank " + std::to_string(pid) + ": no run has it");
     pids[static_cast<int>(pid)] = true;
     max_pid = std::max(max_pid, static_cast<int>(pid));
     ++spans;

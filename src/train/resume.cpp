@@ -62,7 +62,8 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
     if (now.sha256 != was.sha256 || now.bytes != was.bytes) {
       if (merged.data == ck.data)
         return "--resume: the data file " + now.describe() + " is not the one the checkpoint trained on, " +
-               was.describe() + "; give that file with --data, or name other data with --data to train on it on purpose";
+               was.describe() +
+               "; give that file with --data, or name other data with --data to train on it on purpose";
       warning = "training on " + now.describe() + ", not on the checkpoint's data " + was.describe();
     }
   }
