@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "comm/communicator.h"
 #include "comm/mpi_handle.h"
 
 namespace shardlab {
@@ -22,8 +23,8 @@ bool launched_by_mpirun() {
 
 // MPI_Init waits for every rank to start; a rank that never does (stopped, stuck) would keep the others
 // waiting for ever, before any watchdog of ours exists. An alarm ends the wait after the comm timeout —
-// the command line's --comm-timeout (read here, before the flags are parsed), else $SHARDLAB_COMM_TIMEOUT,
-// else 120 s. Rank 0 says so; should rank 0 itself be the one missing, rank 1 says it 2 s later.
+// the command line's --comm-timeout (read here, before the flags are parsed, and set for every later wait
+// too), else $SHARDLAB_COMM_TIMEOUT, else 120 s. Rank 0 says so; should rank 0 itself be the one missing, rank 1 says it 2 s later.
 double startup_timeout(int argc, char** argv) {
   double t = detail::comm_timeout_seconds();  // also checks $SHARDLAB_COMM_TIMEOUT
   for (int i = 1; i < argc; ++i) {
@@ -62,6 +63,9 @@ void init_took_too_long(int) {
 
 Runtime::Runtime(int& argc, char**& argv) {
   const double timeout = startup_timeout(argc, argv);
+  // Every wait from here on, before the command parses its flags too (train agrees on a run id first),
+  // ends after the command line's --comm-timeout, not after the default.
+  set_comm_timeout(timeout);
   if (!launched_by_mpirun()) return;
   if (timeout > 0) {
     startup_seconds = static_cast<int>(std::ceil(timeout));
