@@ -140,7 +140,7 @@ stop_at_start() {  # stop_at_start RANK SECONDS: SIGSTOP that rank SECONDS after
   local job=$!
   started+=("$job")
   for _ in $(seq 100); do  # the rank's process, once it exists (a busy machine starts it late)
-    for p in $(pgrep -x shardlab); do
+    for p in $(pgrep -x -P "$job" shardlab); do  # this job's ranks only: other suites run beside this one
       r=$({ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
       [ "$r" = "$rank" ] && pid=$p
     done
@@ -157,6 +157,7 @@ stop_at_start() {  # stop_at_start RANK SECONDS: SIGSTOP that rank SECONDS after
   local took=$(($(date +%s) - start)) line
   line=$(grep -m1 'shardlab.*error' "$tmp/s.out")
   [ -n "$pid" ] && kill -CONT "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+  started=()  # all ended: a pid kept for later could name another suite's process by then
   if [ -z "$pid" ]; then
     fail "(4) rank $rank stopped ${after} s after launch" "no rank $rank to stop"
   elif [ "$rc" != 0 ] && [ "$took" -le 10 ] && [[ $line == *"never"* ]]; then
