@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "comm/blocking_call.h"
 #include "comm/mpi_handle.h"
 #include "comm/trace.h"
 
@@ -73,6 +74,7 @@ Communicator Communicator::world(CommLedger* ledger, Trace* trace, std::vector<i
   CommHandle h;
   if (mpi_running()) {  // else: a world of one, and no MPI call ever
     all_arrive(MPI_COMM_WORLD, "setting up the world communicator");
+    detail::BlockingCall guard("setting up the world communicator (MPI_Comm_dup)");
     MPI_Comm_dup(MPI_COMM_WORLD, &h.comm);
   }
   return Communicator(h, Axis::world, std::move(node_of_rank), ledger, trace, impl, /*owned=*/true);
@@ -84,7 +86,10 @@ Communicator Communicator::split(int color, int key, Axis axis) const {
   if (h_->comm != MPI_COMM_NULL) {
     all_arrive(h_->comm,
                std::string("setting up the ") + axis_name(axis) + " communicators (split of " + axis_name(axis_) + ")");
-    MPI_Comm_split(h_->comm, color, key, &h.comm);
+    {
+      detail::BlockingCall guard("setting up a communicator (MPI_Comm_split)");
+      MPI_Comm_split(h_->comm, color, key, &h.comm);
+    }
     // Member j of the new communicator is member parent[j] of this one: it keeps that member's node.
     MPI_Group mine, theirs;
     MPI_Comm_group(h_->comm, &mine);
@@ -140,12 +145,15 @@ std::vector<int> detect_node_of_rank() {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm local;
   all_arrive(MPI_COMM_WORLD, "finding the nodes (world)");
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
-  int leader = rank;  // the lowest world rank on my node names it
-  MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, local);
-  MPI_Comm_free(&local);
   std::vector<int> leaders(size), node(size);
-  MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  {
+    detail::BlockingCall guard("finding the nodes (MPI_Comm_split_type)");
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+    int leader = rank;  // the lowest world rank on my node names it
+    MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, local);
+    MPI_Comm_free(&local);
+    MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  }
   std::vector<int> seen;  // leaders in order of first appearance = nodes in order of their lowest rank
   for (int r = 0; r < size; ++r) {
     int k = 0;

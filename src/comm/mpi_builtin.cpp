@@ -7,6 +7,7 @@
 // for the blocking forms (MPI's calls do not return until done).
 #include <cstring>
 
+#include "comm/blocking_call.h"
 #include "comm/mpi_handle.h"
 
 namespace shardlab {
@@ -33,6 +34,7 @@ class MpiOp final : public InFlight {
       move_to_ = displs_[rank] * t.bytes;
     }
     if (blocking) {
+      BlockingCall guard("an MPI built-in collective (--comm mpi)");
       switch (what) {
         case Builtin::reduce_scatter:
           MPI_Reduce_scatter(MPI_IN_PLACE, buf, counts_.data(), t.type, t.sum_op(), comm);

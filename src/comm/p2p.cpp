@@ -13,6 +13,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "comm/blocking_call.h"
 #include "comm/communicator.h"
 #include "comm/mpi_handle.h"
 #include "comm/trace.h"
@@ -180,6 +181,7 @@ void Communicator::bcast(void* buf, size_t n, int root, const TypeOps& t) {
   CommEvent ev(trace_, trace_ ? trace_name("broadcast", n * t.bytes) : "");
   if (size_ == 1 || n == 0) return;
   if (impl_ == CommImpl::mpi) {
+    detail::BlockingCall guard("MPI's broadcast (--comm mpi)");
     MPI_Bcast(buf, mpi_count(n, "broadcast"), t.type, root, h_->comm);
     return;
   }
@@ -243,6 +245,7 @@ void Communicator::alltoallv(const void* sbuf, const std::vector<size_t>& sc, vo
       irc[m] = mpi_count(rc[m], "all_to_all");
       iro[m] = mpi_count(ro[m], "all_to_all");
     }
+    detail::BlockingCall guard("MPI's all-to-all (--comm mpi)");
     MPI_Alltoallv(sbuf, isc.data(), iso.data(), t.type, rbuf, irc.data(), iro.data(), t.type, h_->comm);
     return;
   }

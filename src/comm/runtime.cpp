@@ -3,14 +3,12 @@
 
 #include <mpi.h>
 
-#include <unistd.h>
-
 #include <cmath>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
+#include "comm/blocking_call.h"
 #include "comm/communicator.h"
 #include "comm/mpi_handle.h"
 
@@ -21,10 +19,10 @@ bool launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
 }
 
-// MPI_Init waits for every rank to start; a rank that never does (stopped, stuck) would keep the others
-// waiting for ever, before any watchdog of ours exists. An alarm ends the wait after the comm timeout —
-// the command line's --comm-timeout (read here, before the flags are parsed, and set for every later wait
-// too), else $SHARDLAB_COMM_TIMEOUT, else 120 s. Rank 0 says so; should rank 0 itself be the one missing, rank 1 says it 2 s later.
+// The comm timeout: the command line's --comm-timeout (read here, before the flags are parsed), else
+// $SHARDLAB_COMM_TIMEOUT, else 120 s. It holds from start-up on: MPI_Init waits for every rank to start, and a
+// rank that never does (stopped, stuck) would keep the others waiting for ever, before any watchdog of ours
+// exists (comm/blocking_call.h ends that wait).
 double startup_timeout(int argc, char** argv) {
   double t = detail::comm_timeout_seconds();  // also checks $SHARDLAB_COMM_TIMEOUT
   for (int i = 1; i < argc; ++i) {
@@ -39,44 +37,17 @@ double startup_timeout(int argc, char** argv) {
   }
   return t;
 }
-
-int startup_seconds = 0;
-int world_rank_before_init() {
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  return rank ? std::atoi(rank) : 0;
-}
-
-void init_took_too_long(int) {
-  const int rank = world_rank_before_init();
-  if (rank == 0 || rank == 1) {
-    char msg[200];
-    const int n =
-        std::snprintf(msg, sizeof msg,
-                      "shardlab: error (rank %d): MPI start-up did not finish within %d s (the comm timeout): "
-                      "a rank never joined (stopped, stuck or dead)\n",
-                      rank, startup_seconds);
-    (void)!::write(2, msg, static_cast<size_t>(n));
-  }
-  ::_exit(3);
-}
 }  // namespace
 
 Runtime::Runtime(int& argc, char**& argv) {
-  const double timeout = startup_timeout(argc, argv);
   // Every wait from here on, before the command parses its flags too (train agrees on a run id first),
   // ends after the command line's --comm-timeout, not after the default.
-  set_comm_timeout(timeout);
+  set_comm_timeout(startup_timeout(argc, argv));
   if (!launched_by_mpirun()) return;
-  if (timeout > 0) {
-    startup_seconds = static_cast<int>(std::ceil(timeout));
-    std::signal(SIGALRM, init_took_too_long);
-    ::alarm(static_cast<unsigned>(startup_seconds + (world_rank_before_init() == 0 ? 0 : 2)));
-  }
-  MPI_Init(&argc, &argv);
-  detail::watchdog_init();  // a collective too: still under the alarm
-  if (timeout > 0) {
-    ::alarm(0);
-    std::signal(SIGALRM, SIG_DFL);
+  {
+    detail::BlockingCall guard("MPI start-up (MPI_Init)");
+    MPI_Init(&argc, &argv);
+    detail::watchdog_init();  // a collective too
   }
   mpi_ = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
@@ -84,7 +55,9 @@ Runtime::Runtime(int& argc, char**& argv) {
 }
 
 Runtime::~Runtime() {
-  if (mpi_) MPI_Finalize();
+  if (!mpi_) return;
+  detail::BlockingCall guard("MPI shut-down (MPI_Finalize)");
+  MPI_Finalize();
 }
 
 std::string Runtime::agree(const std::string& root_value) const {

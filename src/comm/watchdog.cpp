@@ -92,7 +92,7 @@ std::string message(const std::vector<Report>& got, const std::vector<bool>& rep
 
 }  // namespace
 
-void watchdog_init() {
+void watchdog_init() {  // under Runtime's guard of MPI start-up (blocking_call.h)
   if (watchdog_comm() == MPI_COMM_NULL) MPI_Comm_dup(MPI_COMM_WORLD, &watchdog_comm());
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/worst.h"
 #include "comm/process_grid.h"
 #include "core/rng.h"
 #include "helpers.h"
@@ -199,8 +200,8 @@ RelDiff rel_diff(const ParamLayout& layout, size_t lo, size_t hi, Range a, Range
     if (x >= y) continue;
     double diff = 0, scale = 0;
     for (size_t i = x; i < y; ++i) {
-      diff = std::max(diff, std::abs(a[i] - b[i]));
-      scale = std::max(scale, std::abs(b[i]));
+      diff = test::worst_of(diff, std::abs(a[i] - b[i]));
+      scale = test::worst_of(scale, std::abs(b[i]));
       d.differing += a[i] != b[i];
     }
     const double rel = diff == 0 ? 0 : scale == 0 ? std::numeric_limits<double>::infinity() : diff / scale;
@@ -270,7 +271,7 @@ void check_one_step(bool unaligned) {
   // The step did something: a non-zero gradient, weights moved away from their initial values.
   CHECK(dp.gnorm > 0);
   size_t moved = 0;
-  for (size_t i = 0; i < psi; ++i) moved += dp.param()[i] != ref.init[i];
+  for (size_t i = 0; i < psi; ++i) moved += test::moved(dp.param()[i], ref.init[i]);
   CHECK(moved > psi / 2);
   // Padding past Ψ is zero in gradients and weights.
   size_t pad_nonzero = 0;

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/worst.h"
 #include "comm/process_grid.h"
 #include "core/rng.h"
 #include "helpers.h"
@@ -260,7 +261,7 @@ void check_layout(const Layout& l, int world) {
     const TensorSpec& w = whole.find(name);
     REQUIRE(g.size() == w.numel);
     double scale = 0;
-    for (size_t i = 0; i < w.numel; ++i) scale = std::max(scale, std::fabs(ref.grads[w.offset + i]));
+    for (size_t i = 0; i < w.numel; ++i) scale = test::worst_of(scale, std::fabs(ref.grads[w.offset + i]));
     for (size_t i = 0; i < w.numel; ++i) {
       const double want = ref.grads[w.offset + i], diff = std::fabs(g[i] - want);
       ++compared;

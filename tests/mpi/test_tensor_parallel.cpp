@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/worst.h"
 #include "comm/process_grid.h"
 #include "core/rng.h"
 #include "helpers.h"
@@ -168,8 +169,8 @@ void check_seams(Communicator& tp, int g, bool sp, int B) {
 double rel_diff(const double* a, const double* b, size_t n) {
   double d = 0, m = 0;
   for (size_t i = 0; i < n; ++i) {
-    d = std::max(d, std::fabs(a[i] - b[i]));
-    m = std::max(m, std::fabs(b[i]));
+    d = test::worst_of(d, std::fabs(a[i] - b[i]));
+    m = test::worst_of(m, std::fabs(b[i]));
   }
   return m > 0 ? d / m : d;
 }
@@ -417,7 +418,7 @@ GradDiff grad_diff(const ParamLayout& whole, const std::vector<double>& got, con
   GradDiff d;
   for (const TensorSpec& t : whole.tensors()) {
     double scale = 0;
-    for (size_t i = t.offset; i < t.offset + t.numel; ++i) scale = std::max(scale, std::fabs(want[i]));
+    for (size_t i = t.offset; i < t.offset + t.numel; ++i) scale = test::worst_of(scale, std::fabs(want[i]));
     for (size_t i = t.offset; i < t.offset + t.numel; ++i) {
       if (have && !(*have)[i]) continue;
       const double diff = std::fabs(got[i] - want[i]);  // NaN (an element no rank placed) fails below

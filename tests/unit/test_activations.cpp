@@ -13,6 +13,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../common/worst.h"
 #include "core/rng.h"
 #include "model/attention.h"
 #include "model/dropout.h"
@@ -91,8 +92,8 @@ bool bitwise_equal(const std::vector<T>& a, const std::vector<T>& b) {
 template <class T>
 double max_rel(const std::vector<T>& a, const std::vector<T>& b) {
   double worst = 0, scale = 0;
-  for (T x : a) scale = std::max(scale, double(std::fabs(x)));
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - double(b[i])) / scale);
+  for (T x : a) scale = test::worst_of(scale, double(std::fabs(x)));
+  for (size_t i = 0; i < a.size(); ++i) worst = test::worst_of(worst, std::fabs(double(a[i]) - double(b[i])) / scale);
   return worst;
 }
 
@@ -173,8 +174,8 @@ TEST_CASE("a slice with global offsets draws the whole model's dropout masks", "
   double worst = 0, scale = 0;
   for (size_t row = 0; row < size_t(B) * T; ++row)
     for (int c = 0; c < CL; ++c) {
-      worst = std::max(worst, std::fabs(out_s[row * CL + c] - out[row * C + h0 * HD + c]));
-      scale = std::max(scale, std::fabs(out[row * C + h0 * HD + c]));
+      worst = test::worst_of(worst, std::fabs(out_s[row * CL + c] - out[row * C + h0 * HD + c]));
+      scale = test::worst_of(scale, std::fabs(out[row * C + h0 * HD + c]));
     }
   CHECK(worst <= 1e-14 * scale);
   // Positions [30, 50) of each sample, as a sequence-parallel rank holds them: first_position = 30.

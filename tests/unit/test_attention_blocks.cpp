@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../common/worst.h"
 #include "core/rng.h"
 #include "model/attention.h"
 
@@ -76,8 +77,8 @@ TEST_CASE("blocked causal attention equals the direct formula across row blocks"
                      scratch.data());
   Ref ref = reference(qkv, dout, B, T, C, NH);
   double worst_out = 0, worst_grad = 0;
-  for (size_t i = 0; i < out.size(); ++i) worst_out = std::max(worst_out, std::fabs(out[i] - ref.out[i]));
-  for (size_t i = 0; i < dqkv.size(); ++i) worst_grad = std::max(worst_grad, std::fabs(dqkv[i] - ref.dqkv[i]));
+  for (size_t i = 0; i < out.size(); ++i) worst_out = test::worst_of(worst_out, std::fabs(out[i] - ref.out[i]));
+  for (size_t i = 0; i < dqkv.size(); ++i) worst_grad = test::worst_of(worst_grad, std::fabs(dqkv[i] - ref.dqkv[i]));
   INFO("max |out - ref| " << worst_out << ", max |dqkv - ref| " << worst_grad);
   CHECK(worst_out < 1e-12);
   CHECK(worst_grad < 1e-12);

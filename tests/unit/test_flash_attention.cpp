@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../common/worst.h"
 #include "core/rng.h"
 #include "model/attention.h"
 #include "model/flash_attention.h"
@@ -17,8 +18,8 @@ namespace {
 
 double max_rel(const std::vector<double>& a, const std::vector<double>& b) {
   double worst = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) scale = std::max(scale, std::fabs(a[i]));
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]) / scale);
+  for (size_t i = 0; i < a.size(); ++i) scale = test::worst_of(scale, std::fabs(a[i]));
+  for (size_t i = 0; i < a.size(); ++i) worst = test::worst_of(worst, std::fabs(a[i] - b[i]) / scale);
   return worst;
 }
 

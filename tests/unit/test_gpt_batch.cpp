@@ -9,6 +9,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../common/worst.h"
 #include "core/rng.h"
 #include "model/gpt.h"
 
@@ -98,11 +99,11 @@ double compare(const Setup& s, const BatchResult& a, const BatchResult& b, doubl
     const double r = rel(a.grads.data() + t.offset, b.grads.data() + t.offset, t.numel);
     INFO(t.name << " grad rel " << r);
     CHECK(r <= tol);
-    worst = std::max(worst, r);
+    worst = test::worst_of(worst, r);
   }
   const double all = rel(a.grads.data(), b.grads.data(), a.grads.size());
   CHECK(all <= tol);
-  return std::max(worst, all);
+  return test::worst_of(worst, all);
 }
 
 double grad_norm(const BatchResult& r) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../common/worst.h"
 #include "core/rng.h"
 #include "model/gpt.h"
 
@@ -58,7 +59,7 @@ double model_rel_error(double dropout) {
     INFO(t.name << " rel err " << rel);
     CHECK(rel <= 1e-6);
     CHECK(std::sqrt(den_g) > 0);  // every tensor gets a gradient
-    worst = std::max(worst, rel);
+    worst = test::worst_of(worst, rel);
   }
   return worst;
 }

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/worst.h"
 #include "core/rng.h"
 #include "model/attention.h"
 #include "model/config.h"
@@ -134,8 +135,8 @@ double rel_diff(const std::vector<double>& a, const std::vector<double>& b) {
   REQUIRE(a.size() == b.size());
   double diff = 0, scale = 0;
   for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(a[i] - b[i]));
-    scale = std::max(scale, std::fabs(b[i]));
+    diff = test::worst_of(diff, std::fabs(a[i] - b[i]));
+    scale = test::worst_of(scale, std::fabs(b[i]));
   }
   return diff == 0 ? 0 : scale == 0 ? std::numeric_limits<double>::infinity() : diff / scale;
 }
@@ -347,9 +348,9 @@ TEST_CASE("tp layers: column-parallel fc + GELU and row-parallel fc-proj equal t
       gelu_backward(dU_i.data(), dG_i.data(), U_i.data(), U_i.size());
       linear_backward(dX_i.data(), dA_i.data(), da_i.data(), dU_i.data(), X.data(), A_i.data(), N, C, F);
       for (size_t k = 0; k < dX.size(); ++k) dX_sum[k] += dX_i[k];
-      worst_dA = std::max(worst_dA, rel_diff(dA_i, rows_of(dA, C, size_t(i) * F, F)));
-      worst_da = std::max(worst_da, rel_diff(da_i, rows_of(da, 1, size_t(i) * F, F)));
-      worst_dB = std::max(worst_dB, rel_diff(dB_i, columns(dB, C, H, size_t(i) * F, F)));
+      worst_dA = test::worst_of(worst_dA, rel_diff(dA_i, rows_of(dA, C, size_t(i) * F, F)));
+      worst_da = test::worst_of(worst_da, rel_diff(da_i, rows_of(da, 1, size_t(i) * F, F)));
+      worst_dB = test::worst_of(worst_dB, rel_diff(dB_i, columns(dB, C, H, size_t(i) * F, F)));
     }
     for (int n = 0; n < N; ++n)
       for (int c = 0; c < C; ++c) Z_sum[size_t(n) * C + c] += b[c];
