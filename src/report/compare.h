@@ -1,7 +1,8 @@
-// Comparing two runs' loss curves, the correctness check of every layout: each step both runs logged
-// (matched by step number, so a resumed run compares with the uninterrupted one on the steps it ran),
-// both losses and their relative difference, the maximum, and a verdict against the tolerance
-// (default 1e-12 when both runs are f64, else 1e-5; 0 demands bit-identical losses).
+// Comparing two runs' curves, the correctness check of every layout: each step both runs logged (matched by
+// step number, so a resumed run compares with the uninterrupted one on the steps it ran), both losses and
+// their relative difference; the gradient norms and the validation losses (where both runs evaluated) are
+// compared the same way; the maximum per column, and a verdict on all of them against the tolerance
+// (default 1e-12 when both runs are f64, else 1e-5; 0 demands bit-identical numbers).
 #pragma once
 #include <string>
 
