@@ -5,6 +5,7 @@
 #   make test          unit tests, command-line tests, MPI tests and every lesson
 #   make test-kernels  the bit-identity suites under every OpenBLAS kernel this CPU can run
 #   make test-two-hosts  dp 2 × tp 2 over TCP between two network namespaces (root)
+#   make mutants       realistic bugs put into a copy of the tree, each against the check that must catch it
 #   make lessons       every lessons/NN_*/run
 #   make bench         throughput and GEMM-efficiency benchmarks
 
@@ -32,7 +33,7 @@ LDLIBS    += $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) 
 # the other, as written.
 JOBS      ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 MAKEFLAGS += -j$(JOBS)
-ACTIONS   := all run test test-kernels test-two-hosts unit mpi-tests lessons bench deps clean
+ACTIONS   := all run test test-kernels test-two-hosts mutants unit mpi-tests lessons bench deps clean
 ifneq ($(word 2,$(filter $(ACTIONS),$(MAKECMDGOALS))),)
 .NOTPARALLEL:
 endif
@@ -50,7 +51,7 @@ DEPS_OK   := $(BUILD)/.deps-ok
 export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 
-.PHONY: all deps run test test-kernels test-two-hosts unit mpi-tests lessons bench clean
+.PHONY: all deps run test test-kernels test-two-hosts mutants unit mpi-tests lessons bench clean
 all: $(BUILD)/shardlab
 
 deps: $(DEPS_OK)
@@ -107,6 +108,9 @@ lessons: $(BUILD)/shardlab
 
 test: $(BUILD)/shardlab $(BUILD)/unit_tests $(BUILD)/mpi_tests
 	@bash scripts/test_all.sh
+
+mutants: $(BUILD)/shardlab $(BUILD)/unit_tests $(BUILD)/mpi_tests
+	@bash tests/mutants.sh
 
 test-two-hosts: $(BUILD)/shardlab
 	@bash tests/cli/two_hosts.sh

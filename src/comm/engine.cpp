@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "comm/communicator.h"
+#include "comm/mpi_errors.h"
 #include "comm/mpi_handle.h"
 #include "comm/trace.h"
 
@@ -73,7 +74,18 @@ void engine_drive() {
   }
 }
 
+namespace {
+const std::string kNoWait;
+const std::string* waiting_in = &kNoWait;  // what the rank waits in now, for an MPI error's line (mpi_errors.h)
+}  // namespace
+
+const std::string& current_wait() { return *waiting_in; }
+
 void spin_until(const std::function<bool()>& done, const std::function<int()>& peer, const std::string& what) {
+  struct Waiting {  // the wait in progress (waits never nest: one rank, one thread)
+    explicit Waiting(const std::string& w) { waiting_in = &w; }
+    ~Waiting() { waiting_in = &kNoWait; }
+  } waiting(what);
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const double limit = comm_timeout_seconds();

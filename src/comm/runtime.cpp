@@ -10,6 +10,7 @@
 
 #include "comm/blocking_call.h"
 #include "comm/communicator.h"
+#include "comm/mpi_errors.h"
 #include "comm/mpi_handle.h"
 
 namespace shardlab {
@@ -47,7 +48,8 @@ Runtime::Runtime(int& argc, char**& argv) {
   {
     detail::BlockingCall guard("MPI start-up (MPI_Init)");
     MPI_Init(&argc, &argv);
-    detail::watchdog_init();  // a collective too
+    detail::install_mpi_error_handler();  // before any communicator is made: they all inherit it
+    detail::watchdog_init();              // a collective too
   }
   mpi_ = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);

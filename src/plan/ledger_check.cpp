@@ -237,6 +237,7 @@ bool LedgerCheck::ok() const {
     if (pp_checked && !r.pp.match) return false;
     if (r.psi_measured && r.psi_measured != r.psi) return false;
     if (activations_checked && !r.activations_match()) return false;
+    if (r.param_peak_checked && r.param_peak_measured > r.param_peak_bound) return false;
   }
   return !ranks.empty();
 }
@@ -307,6 +308,14 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
     const PerCategory states =
         c.sharded ? per_rank_model_state_bytes(c.recipe, rc.psi, c.layout) : model_state_bytes(c.recipe, rc.psi);
     rc.states = check_states(*by_rank[k], states, where);
+    if (c.sharded && c.activations_checked && is_sharded(c.layout.strategy, Mem::param)) {
+      const u64 psi_bytes = bytes_per_param(c.recipe).v[static_cast<int>(Mem::param)];
+      const u64 unit = largest_unit_param_count(stage_shape(c), c.pp > 1 ? rc.pp_rank : 0) + sharding.group;
+      rc.param_peak_checked = true;
+      rc.param_peak_bound = states.v[static_cast<int>(Mem::param)] + 2 * unit * psi_bytes;
+      rc.param_peak_measured = need_u64(need(need(*by_rank[k], "memory", where), "param", where + " memory"), "peak",
+                                        where + " memory.param");
+    }
     if (c.activations_checked) {  // claims C4-C6, C27, C28: every saved tensor, exactly
       const ActivationShape& a = c.activation_shape;
       const StageFacts st =

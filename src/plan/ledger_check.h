@@ -23,6 +23,10 @@
 // schedule, with that schedule's bubbles, formula and stash exactly (a ledger that disagrees is refused);
 // its measured, wall-clock numbers are not formulas (`shardlab trace` checks them against the slots).
 //
+// With sharded parameters (ZeRO-3, FSDP full or hybrid) and the model's shape: every rank's parameter peak is at
+// most its shard plus two gathered units (the one computing, the one prefetched) — a gathered unit kept alive
+// longer (until backward, say) breaks the bound.
+//
 // Leaves out: other memory peaks (workspace is not a formula), other ops on the dp and tp axes (e.g. the
 // loss's "all_gather_value"), other axes (PP/CP/EP), and the comm bytes of "mpi" runs (MPI's internal
 // traffic is not observable; those runs check model states only).
@@ -94,6 +98,10 @@ struct RankCheck {
   CommRow comm;                                       // compared only when LedgerCheck::comm_checked
   std::vector<ActivationRow> activations;             // when LedgerCheck::activations_checked
   std::uint64_t peak_formula = 0, peak_measured = 0;  // the activation peak
+  // Sharded parameters (ZeRO-3, FSDP full/hybrid): the param peak against its bound — the shard plus two
+  // gathered units (the one computing and the one prefetched), each at most the largest unit and its padding.
+  bool param_peak_checked = false;
+  std::uint64_t param_peak_bound = 0, param_peak_measured = 0;
   bool activations_match() const;
 };
 

@@ -96,6 +96,15 @@ void print_states(std::ostream& out, const LedgerCheck& c) {
   out << "  - = absent from the ledger (counts as 0)"
       << (c.pp > 1 ? "; the formula row is rank 0's stage: every rank is checked against its own stage (below)" : "")
       << "\n";
+  bool any = false;
+  for (const RankCheck& r : c.ranks) any = any || r.param_peak_checked;
+  if (!any) return;
+  out << "Parameter peak per rank (sharded parameters: the shard plus at most two gathered units, C15)\n";
+  for (const RankCheck& r : c.ranks)
+    if (r.param_peak_checked)
+      out << "  rank " << r.rank << ": peak " << commas(r.param_peak_measured) << " B, bound "
+          << commas(r.param_peak_bound) << " B  " << (r.param_peak_measured <= r.param_peak_bound ? "yes" : "NO")
+          << "\n";
 }
 
 // Pipeline stages (claims C22, C26): each rank's parameters and point-to-point bytes against its stage.
@@ -239,6 +248,9 @@ void print_result(std::ostream& out, const LedgerCheck& c) {
           << " B)";
     if (rc.psi_measured && rc.psi_measured != rc.psi)
       out << " " << who << "params (ledger " << signed_diff(rc.psi_measured, rc.psi) << ")";
+    if (rc.param_peak_checked && rc.param_peak_measured > rc.param_peak_bound)
+      out << " " << who << "param peak (" << commas(rc.param_peak_measured) << " B, past the bound of "
+          << commas(rc.param_peak_bound) << " B: a gathered unit kept alive too long)";
     if (c.comm_checked && !rc.comm.match) {
       const LinkBytes f = rc.comm.formula.total(), m = rc.comm.measured.total();
       out << " " << who << "comm (over the run, measured ";

@@ -13,15 +13,29 @@ PipelinePartition stage_partition(const StageShape& s) {
   return partition_layers(static_cast<int>(s.gpt.layers), s.pp, s.virtual_stages, s.pp_layers);
 }
 
-u64 stage_param_count(const StageShape& s, int stage) {
+namespace {
+// Each unit's parameters on one tp rank, in unit order (0 for a unit the stage does not hold).
+std::vector<u64> unit_param_counts(const StageShape& s, int stage) {
   const u64 C = s.gpt.hidden, V = s.gpt.vocab, T = s.gpt.seq, t = s.tp;
   const std::vector<bool> held = stage_partition(s).held_units(stage);
-  u64 n = 0;
-  if (held[0]) n += V * C + T * C;
+  std::vector<u64> n(held.size(), 0);
+  if (held[0]) n[0] = V * C + T * C;
   for (size_t l = 1; l + 1 < held.size(); ++l)
-    if (held[l]) n += 12 * C * C / t + 7 * C / t + 6 * C;
-  if (held.back()) n += 2 * C + C * V / t;  // ln_f and this rank's vocabulary rows of lm_head
+    if (held[l]) n[l] = 12 * C * C / t + 7 * C / t + 6 * C;
+  if (held.back()) n.back() = 2 * C + C * V / t;  // ln_f and this rank's vocabulary rows of lm_head
   return n;
+}
+}  // namespace
+
+u64 stage_param_count(const StageShape& s, int stage) {
+  u64 n = 0;
+  for (u64 u : unit_param_counts(s, stage)) n += u;
+  return n;
+}
+
+u64 largest_unit_param_count(const StageShape& s, int stage) {
+  const std::vector<u64> n = unit_param_counts(s, stage);
+  return *std::max_element(n.begin(), n.end());
 }
 
 int stage_blocks(const StageShape& s, int stage) { return stage_partition(s).blocks_of(stage); }

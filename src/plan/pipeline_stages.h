@@ -34,6 +34,8 @@ struct StageShape {
 PipelinePartition stage_partition(const StageShape& s);
 // Σ of the units stage `stage` holds (its tp slice of them).
 std::uint64_t stage_param_count(const StageShape& s, int stage);
+// The largest unit (embeddings, a block, the head: their tp slice) of the units stage `stage` holds.
+std::uint64_t largest_unit_param_count(const StageShape& s, int stage);
 // The blocks stage `stage` holds, over all its chunks.
 int stage_blocks(const StageShape& s, int stage);
 

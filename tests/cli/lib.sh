@@ -1,6 +1,7 @@
 # Shared set-up of tests/cli/*.sh (sourced, not run): the repository root as working directory,
 # one BLAS thread, $S = the binary, $tmp = a fresh directory removed on exit (a script with its own
-# EXIT trap calls rm itself), ok/fail/last reporting, and $tmp/small.txt, 20 kB of the corpus.
+# EXIT trap calls rm itself), ok/fail/last reporting (a failed "setup: …" ends the suite), and
+# $tmp/small.txt, 20 kB of the corpus.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 LC_ALL=C
@@ -10,6 +11,15 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 ok() { echo "ok - $1"; }
-fail() { echo "FAIL - $1 ($2)"; fails=$((fails + 1)); }
+# A failed setup (a name starting "setup:") ends the suite: the checks after it need what it should have made
+# and would all fail for that one cause, burying it.
+fail() {
+  echo "FAIL - $1 ($2)"
+  fails=$((fails + 1))
+  if [[ $1 == setup:* ]]; then
+    echo "(the checks after this setup need it: not run)"
+    exit 1
+  fi
+}
 last() { tail -n 3 "$1" | tr '\n' '|'; }
 head -c 20000 data/corpus.txt >"$tmp/small.txt"

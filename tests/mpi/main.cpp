@@ -14,9 +14,19 @@
 #include <unistd.h>
 
 #include "comm/communicator.h"
+#include "comm/mpi_errors.h"
 #include "comm/runtime.h"
 #include "core/blas_kernel.h"
 #include "helpers.h"
+
+// An MPI error (a message of the wrong length, say) names the test case it struck in (comm/mpi_errors.h).
+struct NameTheTestCase : Catch::TestEventListenerBase {
+  using TestEventListenerBase::TestEventListenerBase;
+  void testCaseStarting(const Catch::TestCaseInfo& info) override {
+    shardlab::set_mpi_error_context("in test case '" + info.name + "'");
+  }
+};
+CATCH_REGISTER_LISTENER(NameTheTestCase)
 
 int main(int argc, char** argv) {
   shardlab::use_best_blas_kernel(argv);  // the kernel every shardlab process runs (core/blas_kernel.h)
