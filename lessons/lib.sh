@@ -16,10 +16,24 @@ W=build/lessons/$LESSON
 rm -rf "$W"
 mkdir -p "$W"
 
-fail() {
-  echo "lesson ${LESSON%%_*}: FAIL — $*"
-  exit 1
+LESSON_PID=$$
+trap 'exit 1' TERM # what end_lesson sends: the FAIL line is printed already
+
+# Ends the lesson — also from inside $(…), whose own exit would end only that subshell and leave the lesson
+# running (echo "… $(failing command)" succeeds).
+# The FAIL line goes to stderr from inside $(…), whose stdout would be captured.
+end_lesson() {
+  local rc=$1 line="lesson ${LESSON%%_*}: FAIL — $2"
+  if [ "$BASHPID" = "$LESSON_PID" ]; then
+    echo "$line"
+  else
+    echo "$line" >&2
+    kill -TERM "$LESSON_PID"
+  fi
+  exit "$rc"
 }
+
+fail() { end_lesson 1 "$*"; }
 
 lesson_error() {  # the ERR trap: exit code, line, command
   local rc=$1 line=$2 cmd=$3 how
@@ -29,8 +43,7 @@ lesson_error() {  # the ERR trap: exit code, line, command
   else
     how="exited $rc"
   fi
-  echo "lesson ${LESSON%%_*}: FAIL — \`$cmd\` (line $line) $how"
-  exit "$rc"
+  end_lesson "$rc" "\`$cmd\` (line $line) $how"
 }
 trap 'lesson_error $? $LINENO "$BASH_COMMAND"' ERR
 
@@ -45,8 +58,8 @@ check() {
   fail "${why:-\`$*\` exited $rc}"
 }
 
-# compare_ok NAME REF RUN [compare flags]: shardlab compare passes; prints its verdict (the per-column line and
-# the last line); else ends the lesson naming the step and column that differ.
+# compare_ok CLAIM REF RUN [compare flags]: shardlab compare passes; prints the claim with compare's verdict;
+# else ends the lesson: "not so: CLAIM", naming the step and column that differ.
 compare_ok() {
   local name=$1 ref=$2 run=$3 out
   shift 3
@@ -55,7 +68,7 @@ compare_ok() {
     echo "  $name: $(tail -n 1 "$out")"
   else
     tail -n 4 "$out" | sed 's/^/  /'
-    fail "$name: $(grep -m1 -o 'max rel diff [^;]*' "$out" || tail -n 1 "$out")"
+    fail "not so: $name — $(grep -m1 -o 'max rel diff [^;]*' "$out" || tail -n 1 "$out")"
   fi
 }
 
