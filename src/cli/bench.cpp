@@ -53,7 +53,7 @@ double gemm_gflops(bool f64, int M, int N, int K) {
   return f64 ? gemm_gflops<double>(M, N, K) : gemm_gflops<float>(M, N, K);
 }
 
-// Seconds for cfg.steps training steps of T after one warm-up step, on random tokens, and the model
+// Seconds for cfg.run.steps training steps of T after one warm-up step, on random tokens, and the model
 // states' bytes that training kept (from the ledger).
 struct Timing {
   double seconds;
@@ -64,11 +64,12 @@ Timing time_steps(const TrainConfig& cfg) {
   MemoryLedger ledger;
   const GPTConfig& m = cfg.model;
   ParamLayout layout(m);
-  ModelStates<T> states(cfg, layout, ledger);
+  ModelStates<T> states(cfg.recipe, cfg.optimizer, layout, ledger);
+  states.init_weights(cfg.model, cfg.run.seed);
   GPT<T> model(m, layout, cfg.micro_batch, ledger, cfg.activation_policy());
   const int B = cfg.micro_batch, Tn = m.seq;
   std::vector<int32_t> in(size_t(B) * Tn), tg(size_t(B) * Tn);
-  RngStream r = rng_stream(cfg.seed, "bench-tokens");
+  RngStream r = rng_stream(cfg.run.seed, "bench-tokens");
   for (size_t i = 0; i < in.size(); ++i) {
     in[i] = int(r.below(2 * i, m.vocab));
     tg[i] = int(r.below(2 * i + 1, m.vocab));
@@ -76,7 +77,7 @@ Timing time_steps(const TrainConfig& cfg) {
   const T scale = T(1) / T(B * Tn);
   auto step = [&](int s) {
     states.zero_grads();
-    model.forward(states.compute_params(), in.data(), tg.data(), true, {cfg.seed, uint64_t(s), 0});
+    model.forward(states.compute_params(), in.data(), tg.data(), true, {cfg.run.seed, uint64_t(s), 0});
     model.backward(states.backward_grads(), states.compute_params(), scale);
     states.end_micro_batch();
     states.grad_norm();
@@ -84,7 +85,7 @@ Timing time_steps(const TrainConfig& cfg) {
   };
   step(1);  // warm-up: page in every buffer
   auto t0 = std::chrono::steady_clock::now();
-  for (int s = 2; s < 2 + cfg.steps; ++s) step(s);
+  for (int s = 2; s < 2 + cfg.run.steps; ++s) step(s);
   return {seconds_since(t0), ledger.model_state_bytes()};
 }
 
@@ -92,7 +93,7 @@ Timing time_steps(const TrainConfig& cfg) {
 
 int bench_command(const CommandArgs& args, const Runtime& rt) {
   TrainConfig cfg;
-  cfg.steps = 5;
+  cfg.run.steps = 5;
   Flags flags(
       "shardlab bench",
       "Training throughput (tokens/s, model GFLOP/s) against OpenBLAS's GEMM and the core's FMA peak, one rank.");
@@ -103,12 +104,12 @@ int bench_command(const CommandArgs& args, const Runtime& rt) {
   if (std::string err = validate_train_config(cfg); !err.empty()) throw std::invalid_argument(err);
   if (std::string err = check_memory(cfg, 1, 0); !err.empty()) throw std::invalid_argument(err);
   const GPTConfig& m = cfg.model;
-  const bool f64 = cfg.dtype == "f64";
+  const bool f64 = cfg.recipe.f64();
   const Timing t = f64 ? time_steps<double>(cfg) : time_steps<float>(cfg);
   const double sec = t.seconds;
   ParamLayout layout(m);
   const int B = cfg.micro_batch, T = m.seq;
-  const double tokens = double(cfg.steps) * B * T;
+  const double tokens = double(cfg.run.steps) * B * T;
   const double flops_per_token = 6.0 * layout.matmul_params() + 12.0 * m.layers * T * m.hidden;
   const double model_gflops = flops_per_token * tokens / sec / 1e9;
   const double g_shape = gemm_gflops(f64, B * T, 4 * m.hidden, m.hidden), g_square = gemm_gflops(f64, 1024, 1024, 1024);
@@ -119,8 +120,9 @@ int bench_command(const CommandArgs& args, const Runtime& rt) {
   std::printf(
       "config L%d H%d A%d S%d B%d (%zu params, %s; model states %.0f B/param from the ledger; %s attention, "
       "recompute %s)\n",
-      m.layers, m.hidden, m.heads, T, B, layout.total(), cfg.mixed == "bf16" ? "mixed bf16" : cfg.dtype.c_str(),
-      double(t.model_state_bytes) / layout.total(), cfg.attention.c_str(), cfg.recompute.c_str());
+      m.layers, m.hidden, m.heads, T, B, layout.total(),
+      cfg.recipe.bf16() ? "mixed bf16" : dtype_name(cfg.recipe.dtype), double(t.model_state_bytes) / layout.total(),
+      attention_name(cfg.attention), recompute_name(cfg.recompute));
   std::printf("  cpu         %s; %s build; %s\n", cpu_features().model.c_str(), build_arch().c_str(),
               blas_kernel().describe().c_str());
   std::printf("  fma peak    %7.2f GFLOP/s   (one core, %s, %d-bit %s multiply-adds on 12 registers, measured now)\n",
@@ -128,7 +130,8 @@ int bench_command(const CommandArgs& args, const Runtime& rt) {
   std::printf(
       "  training    %9.0f tokens/s   %7.2f GFLOP/s = %.1f%% of peak   (%.1f ms/step over %d steps, %.2f "
       "MFLOP/token)\n",
-      tokens / sec, model_gflops, of_peak(model_gflops), 1e3 * sec / cfg.steps, cfg.steps, flops_per_token / 1e6);
+      tokens / sec, model_gflops, of_peak(model_gflops), 1e3 * sec / cfg.run.steps, cfg.run.steps,
+      flops_per_token / 1e6);
   std::printf(
       "  %s       %7.2f GFLOP/s = %.1f%% of peak on %d×%d×%d (the model's MLP shape), %.2f GFLOP/s = %.1f%% on "
       "1024³\n",

@@ -16,15 +16,14 @@ namespace shardlab {
 int eval_command(const CommandArgs& args, const Runtime& rt) {
   std::string load, data_path = "data/corpus.txt";
   int max_windows = 0, batch = 8;
-  std::string progress_mode = "auto";
+  ProgressMode progress_mode = ProgressMode::automatic;
   bool force_memory = false;
   Flags flags("shardlab eval", "Mean loss of a checkpoint's weights over the windows of a text file.");
   flags.add("--load", load, "checkpoint: a --save directory (its latest step) or one step_NNNNNN directory");
   flags.add("--data", data_path, "text file to evaluate on (bytes are tokens)");
   flags.add("--max-windows", max_windows, "evaluate the first N windows only (0: all)", 0, 100000000);
   flags.add("--batch", batch, "windows per forward pass", 1, 4096);
-  flags.choice("--progress", progress_mode, {"auto", "bar", "lines", "none"},
-               "progress display (auto: a bar on a terminal)");
+  flags.choice("--progress", progress_mode, kProgressWords, "progress display (auto: a bar on a terminal)");
   flags.flag("--force-memory", force_memory, "start even when the memory estimate exceeds what the machine has");
   if (int rc = parse_command(flags, args, rt, "shardlab eval"); rc >= 0) return rc;
   if (load.empty()) {
@@ -44,7 +43,8 @@ int eval_command(const CommandArgs& args, const Runtime& rt) {
     using T = std::remove_const_t<std::remove_pointer_t<decltype(params)>>;
     FlatAccess<T> weights(model.layout(), params, nullptr);
     const int batches = (n + batch - 1) / batch;
-    Progress progress(rt.is_root() ? progress_mode : "none", 0, batches, double(batch) * ck.model.seq, "batch");
+    Progress progress(rt.is_root() ? progress_mode : ProgressMode::none, 0, batches, double(batch) * ck.model.seq,
+                      "batch");
     double loss = evaluate_windows(model.chunk(), weights, data, n, TextData::Part::whole, &progress);
     progress.finish();
     if (rt.is_root())

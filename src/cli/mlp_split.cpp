@@ -20,6 +20,7 @@
 #include "model/gelu.h"
 #include "model/linear.h"
 #include "model/param_layout.h"
+#include "optim/recipe.h"
 #include "parallel/tensor_parallel.h"
 #include "report/format.h"
 #include "train/memory_check.h"
@@ -160,13 +161,13 @@ int split(Communicator& world, Communicator& tp, CommLedger& ledger, int C, int 
 int mlp_split_command(const CommandArgs& args, const Runtime& rt) {
   int C = 64, N = 8;
   uint64_t seed = 1234;
-  std::string dtype = "f64";
+  Dtype dtype = Dtype::f64;
   Flags flags("shardlab mlp-split",
               "One MLP split over the ranks Megatron's way (column- then row-parallel), beside the unsharded one "
               "(run under mpirun -np t).");
   flags.add("--hidden", C, "hidden size C (the MLP is C → 4C → C)", 1, 4096);
   flags.add("--tokens", N, "rows of the input X", 1, 65536);
-  flags.choice("--dtype", dtype, {"f64", "f32"}, "element type");
+  flags.choice("--dtype", dtype, kDtypeWords, "element type");
   flags.add("--seed", seed, "random seed: weights (the model's initialisation), X and dZ");
   if (int rc = parse_command(flags, args, rt, "shardlab mlp-split"); rc >= 0) return rc;
   if (C % rt.size() != 0)
@@ -174,7 +175,7 @@ int mlp_split_command(const CommandArgs& args, const Runtime& rt) {
                                 std::to_string(rt.size()) + " ranks (each holds hidden/t heads' worth of the MLP)");
   // What every rank allocates — the whole MLP's weights, activations and gradients, and its slice of each —
   // against what the machine has (the ranks share it).
-  const double t = rt.size(), c = C, n = N, elem = dtype == "f32" ? 4 : 8;
+  const double t = rt.size(), c = C, n = N, elem = dtype == Dtype::f32 ? 4 : 8;
   const double per_rank = elem * ((20 * c * c + 16 * n * c) * (1 + 1 / t) + 6 * n * c);
   const double available = available_memory_bytes();
   if (available > 0 && per_rank * t > available)
@@ -184,8 +185,8 @@ int mlp_split_command(const CommandArgs& args, const Runtime& rt) {
   CommLedger ledger;
   Communicator world = Communicator::world(&ledger, nullptr, {});
   Communicator tp = world.split(0, world.rank(), Axis::tp);
-  return dtype == "f32" ? split<float>(world, tp, ledger, C, N, seed, "f32")
-                        : split<double>(world, tp, ledger, C, N, seed, "f64");
+  return dtype == Dtype::f32 ? split<float>(world, tp, ledger, C, N, seed, "f32")
+                             : split<double>(world, tp, ledger, C, N, seed, "f64");
 }
 
 }  // namespace shardlab

@@ -1,6 +1,6 @@
 // `shardlab plan`: the chapter's formulas for a preset (the chapter's 7B / 70B), for this project's GPT
 // dims or for a raw parameter count, with the recipe, attention kernel and data-parallel layout given
-// by flags (plan/plan_report.h prints them); `--ledger RUN/ledger.json` instead checks a run's measured
+// by flags (report/plan_report.h prints them); `--ledger RUN/ledger.json` instead checks a run's measured
 // bytes against the formulas, every rank, to the byte (exit 1 on any difference).
 #include <algorithm>
 #include <cmath>
@@ -8,10 +8,11 @@
 #include <limits>
 #include <ostream>
 
+#include "check/ledger_report.h"
 #include "cli/command.h"
 #include "parallel/pipeline_partition.h"
 #include "parallel/schedule.h"
-#include "plan/plan_report.h"
+#include "report/plan_report.h"
 
 namespace shardlab {
 namespace plan {
@@ -160,9 +161,9 @@ void pp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   // The trainer's rules: every stage holds whole layers; an interleaved layout asked for (--virtual-stages)
   // needs layers divisible by p·v and m a multiple of p (by default its column shows "-" where it can't run).
   const int layers = static_cast<int>(std::min<u64>(o.act.layers, std::numeric_limits<int>::max()));
-  if (std::string why = pipeline_problem(layers, v.pp, 1, "1f1b", ""); !why.empty()) throw Fail{why};
+  if (std::string why = pipeline_problem(layers, v.pp, 1, ScheduleKind::one_f_one_b, ""); !why.empty()) throw Fail{why};
   if (f.given("--virtual-stages")) {
-    if (std::string why = pipeline_problem(layers, v.pp, v.virtual_stages, "interleaved", ""); !why.empty())
+    if (std::string why = pipeline_problem(layers, v.pp, v.virtual_stages, ScheduleKind::interleaved, ""); !why.empty())
       throw Fail{why};
     if (std::string why = schedule_shape_problem(ScheduleKind::interleaved, v.pp, v.micro_batches, v.virtual_stages);
         !why.empty())

@@ -147,12 +147,15 @@ int sweep(Communicator& comm, CommLedger& ledger, const std::vector<double>& siz
 int ring_command(const CommandArgs& args, const Runtime& rt) {
   uint64_t n = 1 << 20;
   int repeat = 3;
-  std::string dtype = "f32", sizes;
+  enum class Element { f32, f64, bf16 } element = Element::f32;
+  static constexpr Spelling<Element> kElementWords[] = {
+      {"f32", Element::f32}, {"f64", Element::f64}, {"bf16", Element::bf16}};
+  std::string sizes;
   Flags flags(
       "shardlab ring",
       "The hand-written ring all-reduce against MPI's: closed-form sums, bytes vs formula, time (run under mpirun).");
   flags.add("--elements", n, "payload elements");
-  flags.choice("--dtype", dtype, {"f32", "f64", "bf16"}, "element type");
+  flags.choice("--dtype", element, kElementWords, "element type");
   flags.add("--repeat", repeat, "timed repetitions (the best counts)", 1, 1000000);
   flags.add("--sizes-mb", sizes, "instead: sweep f32 payloads of these sizes in MB (e.g. 1,4,16) and print bandwidths");
   if (int rc = parse_command(flags, args, rt, "shardlab ring"); rc >= 0) return rc;
@@ -167,7 +170,7 @@ int ring_command(const CommandArgs& args, const Runtime& rt) {
     mb.push_back(v);
   }
   // The payload and its copy per rank, against what the machine has (the ranks share it).
-  const double elem = dtype == "f64" ? 8 : dtype == "bf16" ? 2 : 4;
+  const double elem = element == Element::f64 ? 8 : element == Element::bf16 ? 2 : 4;
   double largest = double(n) * elem;
   for (double m : mb) largest = std::max(largest, m * 1e6);
   const double available = available_memory_bytes();
@@ -178,8 +181,8 @@ int ring_command(const CommandArgs& args, const Runtime& rt) {
   CommLedger ledger;
   Communicator world = Communicator::world(&ledger, nullptr, {});
   if (!mb.empty()) return sweep(world, ledger, mb, repeat);
-  if (dtype == "f64") return check<double>(world, ledger, n, repeat, "f64");
-  if (dtype == "bf16") return check<bf16>(world, ledger, n, repeat, "bf16");
+  if (element == Element::f64) return check<double>(world, ledger, n, repeat, "f64");
+  if (element == Element::bf16) return check<bf16>(world, ledger, n, repeat, "bf16");
   return check<float>(world, ledger, n, repeat, "f32");
 }
 

@@ -31,7 +31,7 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
   std::string err;
   int64_t resume_step = 0;
   cfg.run_id = rt.agree(rt.is_root() ? new_run_id() : "");
-  if (!cfg.resume.empty()) {
+  if (!cfg.outputs.resume.empty()) {
     std::string warning;
     try {
       err = resolve_resume(args, cfg, resume_step, warning);  // reads and verifies the checkpoint on every rank alike
@@ -44,12 +44,12 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
   if (err.empty()) err = validate_train_config(cfg);
   if (err.empty()) err = validate_world(cfg, rt.size());
   if (!err.empty()) return refuse(rt, err, 2);
-  if (rt.is_root() && (cfg.zero > 0 || cfg.fsdp != "none") && (cfg.dp ? cfg.dp : rt.size()) == 1)
+  if (rt.is_root() && (cfg.layout.zero > 0 || cfg.layout.fsdp) && cfg.layout.dp_size(rt.size()) == 1)
     std::fprintf(stderr, "shardlab train: warning: --zero/--fsdp with one data-parallel rank shards nothing\n");
   // Every rank reads the data; a bad file is the same error everywhere, reported once.
   std::unique_ptr<TextData> data;
   try {
-    data = std::make_unique<TextData>(cfg.data, cfg.model.seq, cfg.model.vocab);
+    data = std::make_unique<TextData>(cfg.run.data, cfg.model.seq, cfg.model.vocab);
   } catch (const std::exception& e) {
     return refuse(rt, e.what(), 1);
   }
@@ -57,9 +57,9 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
     return refuse(rt, err, 2);
   // Rank 0 writes every file, so it claims the directories (and holds their locks until the run ends).
   RunDirs dirs;
-  err = rt.agree(rt.is_root() ? dirs.claim(cfg, resume_step, {cfg.data, flags.config_path()}) : "");
+  err = rt.agree(rt.is_root() ? dirs.claim(cfg, resume_step, {cfg.run.data, flags.config_path()}) : "");
   if (!err.empty()) return refuse(rt, err, 2);
-  if (flags.given("--comm-timeout")) set_comm_timeout(cfg.comm_timeout);  // else $SHARDLAB_COMM_TIMEOUT or 120 s
+  if (flags.given("--comm-timeout")) set_comm_timeout(cfg.run.comm_timeout);  // else $SHARDLAB_COMM_TIMEOUT or 120 s
   return train(cfg, resume_step, *data);
 }
 

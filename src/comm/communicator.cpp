@@ -17,7 +17,7 @@ using detail::InFlight;
 using detail::type_ops;
 using detail::TypeOps;
 
-const char* comm_impl_name(CommImpl impl) { return impl == CommImpl::ring ? "ring" : "mpi"; }
+const char* comm_impl_name(CommImpl impl) { return word_of(kCommImplWords, impl); }
 
 namespace {
 bool mpi_running() {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/comm_impl.h"
 #include "comm/comm_ledger.h"
 #include "core/bf16.h"
 
@@ -30,9 +31,6 @@ namespace shardlab {
 
 class Trace;
 class MemoryLedger;
-
-enum class CommImpl { ring, mpi };  // --comm ring (hand-written, default) | mpi (MPI's built-ins)
-const char* comm_impl_name(CommImpl impl);
 
 struct CommHandle;  // opaque: holds an MPI_Comm (src/comm/mpi_handle.h)
 

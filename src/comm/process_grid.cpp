@@ -49,13 +49,7 @@ ProcessGrid::ProcessGrid(GridSizes sizes, int ranks_per_node, CommLedger* ledger
   nodes_ = 0;
   for (int n : node_of_rank_) nodes_ = std::max(nodes_, n + 1);
 
-  // Coordinates: peel axes off the world rank, innermost first.
-  int r = world_.rank();
-  for (int i = 4; i >= 0; --i) {
-    const int s = size(kOrder[i]);
-    coords_[idx(kOrder[i])] = r % s;
-    r /= s;
-  }
+  coords_ = coords_of_rank(sizes_, world_.rank());
   // One communicator per axis: the ranks that differ only in that coordinate.
   axes_.resize(6);
   for (Axis a : kOrder) {
@@ -76,12 +70,21 @@ int ProcessGrid::size(Axis a) const {
   }
 }
 
-int ProcessGrid::coord(Axis a) const { return a == Axis::world ? world_.rank() : coords_[idx(a)]; }
+int ProcessGrid::coord(Axis a) const {
+  switch (a) {
+    case Axis::dp: return coords_.dp;
+    case Axis::tp: return coords_.tp;
+    case Axis::pp: return coords_.pp;
+    case Axis::cp: return coords_.cp;
+    case Axis::ep: return coords_.ep;
+    default: return world_.rank();
+  }
+}
 
 int ProcessGrid::world_rank_with(Axis a, int c) const {
-  int r = 0;
-  for (Axis b : kOrder) r = r * size(b) + (b == a ? c : coord(b));
-  return r;
+  GridCoords k = coords_;
+  (a == Axis::dp ? k.dp : a == Axis::pp ? k.pp : a == Axis::cp ? k.cp : a == Axis::ep ? k.ep : k.tp) = c;
+  return rank_of_coords(sizes_, k);
 }
 
 Communicator& ProcessGrid::comm(Axis a) { return a == Axis::world ? world_ : *axes_[idx(a)]; }

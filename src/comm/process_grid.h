@@ -1,8 +1,6 @@
 // ProcessGrid: the world of ranks arranged as dp × pp × cp × ep × tp, with one communicator per
-// axis. Axis order, outermost to innermost:
-//     world rank = (((dp·PP + pp)·CP + cp)·EP + ep)·TP + tp
-// so tensor-parallel partners are neighbours (kept inside a node, claim C19/C26), pipeline stages
-// come next, and data parallel is outermost. Nodes are groups of consecutive world ranks: K of them
+// axis; the rank order is grid_coords.h's (tensor-parallel partners neighbours, data parallel
+// outermost). Nodes are groups of consecutive world ranks: K of them
 // with --ranks-per-node K (simulated nodes on one machine), else the machine's shared-memory domains.
 // For FSDP's hybrid strategy the dp group splits again into a node-local group (shard inside the
 // node) and a cross-node group (replicate across nodes).
@@ -12,13 +10,9 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/grid_coords.h"
 
 namespace shardlab {
-
-struct GridSizes {
-  int dp = 0;  // 0: whatever the other axes leave of the world
-  int tp = 1, pp = 1, cp = 1, ep = 1;
-};
 
 class ProcessGrid {
  public:
@@ -35,6 +29,8 @@ class ProcessGrid {
   int prev(Axis a) const { return (coord(a) + size(a) - 1) % size(a); }
   // The world rank whose coordinates equal mine except `a`, which is `c`.
   int world_rank_with(Axis a, int c) const;
+  GridCoords coords() const { return coords_; }
+  GridCoords coords_of(int world_rank) const { return coords_of_rank(sizes_, world_rank); }
   Communicator& world() { return world_; }
   Communicator& comm(Axis a);
   int node() const { return node_of_rank_[world_.rank()]; }
@@ -52,7 +48,7 @@ class ProcessGrid {
   std::vector<int> node_of_rank_;
   int nodes_ = 1;
   bool simulated_ = false;
-  int coords_[6] = {0, 0, 0, 0, 0, 0};               // indexed by Axis
+  GridCoords coords_;
   std::vector<std::unique_ptr<Communicator>> axes_;  // indexed by Axis (world slot unused)
   std::unique_ptr<Communicator> dp_in_node_, dp_across_nodes_;
 };

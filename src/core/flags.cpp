@@ -92,6 +92,8 @@ struct Flags::Binding {
   std::string name, group;
   void* field;
   std::vector<std::string> choices;
+  std::function<std::string()> get;             // choices: the current word
+  std::function<void(const std::string&)> set;  // choices: store the word given (one of `choices`)
   int lo = 0, hi = 0;
   std::string raw;  // what CLI11 read
   bool on = false;  // toggles
@@ -107,6 +109,7 @@ struct Flags::Binding {
         return v ? exact_number(*v) : "";
       }
       case toggle: return *static_cast<bool*>(field) ? "true" : "false";
+      case choice: return get();
       default: return *static_cast<std::string*>(field);
     }
   }
@@ -128,7 +131,7 @@ struct Flags::Binding {
         std::string all;
         for (const std::string& c : choices) {
           if (c == raw) {
-            *static_cast<std::string*>(field) = raw;
+            set(raw);
             return "";
           }
           all += (all.empty() ? "" : "|") + c;
@@ -200,11 +203,19 @@ void Flags::add(const std::string& name, std::string& v, const std::string& help
 }
 void Flags::choice(const std::string& name, std::string& v, const std::vector<std::string>& choices,
                    const std::string& help) {
+  choice(
+      name, [&v] { return v; }, [&v](const std::string& w) { v = w; }, choices, help);
+}
+void Flags::choice(const std::string& name, std::function<std::string()> get,
+                   std::function<void(const std::string&)> set, const std::vector<std::string>& choices,
+                   const std::string& help) {
   std::string type;
   for (const std::string& c : choices) type += (type.empty() ? "" : "|") + c;
-  Binding& b = impl_->bind(Binding::choice, name, &v, help, type);
+  Binding& b = impl_->bind(Binding::choice, name, nullptr, help, type);
   b.choices = choices;
-  b.option->default_str(v);
+  b.get = std::move(get);
+  b.set = std::move(set);
+  b.option->default_str(b.get());
 }
 void Flags::flag(const std::string& name, bool& v, const std::string& help) {
   impl_->bind(Binding::toggle, name, &v, help, "");
@@ -358,10 +369,38 @@ nlohmann::json Flags::to_json() const {
         break;
       }
       case Binding::toggle: j[key] = *static_cast<bool*>(b->field); break;
-      default: j[key] = *static_cast<std::string*>(b->field);
+      default: j[key] = b->value_text();
     }
   }
   return j;
+}
+
+std::string Flags::read_json(const nlohmann::json& j) {
+  if (!j.is_object()) return "expected an object of flags";
+  for (const auto& [key, v] : j.items()) {
+    bool known = false;
+    for (const auto& b : impl_->bindings) known = known || b->name.substr(b->name.find_first_not_of('-')) == key;
+    if (!known) return "unknown setting '" + key + "'";
+  }
+  for (const auto& b : impl_->bindings) {
+    const std::string key = b->name.substr(b->name.find_first_not_of('-'));
+    if (!j.contains(key)) continue;
+    const nlohmann::json& v = j.at(key);
+    const bool numeric = b->kind == Binding::i32 || b->kind == Binding::u64 || b->kind == Binding::f64 ||
+                         b->kind == Binding::f64_optional;
+    if (b->kind == Binding::toggle) {
+      if (!v.is_boolean()) return "'" + key + "' is a switch: true or false, got " + v.dump();
+      b->on = v.get<bool>();
+    } else if (numeric) {
+      if (!v.is_number()) return "'" + key + "' expects a number, got " + v.dump();
+      b->raw = v.is_number_float() ? exact_number(v.get<double>()) : v.dump();
+    } else {
+      if (!v.is_string()) return "'" + key + "' expects text, got " + v.dump();
+      b->raw = v.get<std::string>();
+    }
+    if (std::string why = b->convert(); !why.empty()) return why;
+  }
+  return "";
 }
 
 }  // namespace shardlab

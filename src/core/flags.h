@@ -20,6 +20,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/spelling.h"
+
 namespace shardlab {
 
 // What parse() found: run the command, print its help, or report one error sentence.
@@ -46,6 +48,18 @@ class Flags {
   void add(const std::string& name, std::string& v, const std::string& help, const std::string& type = "TEXT");
   void choice(const std::string& name, std::string& v, const std::vector<std::string>& choices,
               const std::string& help);
+  // A typed setting and its spelling table (core/spelling.h): the words are the choices.
+  template <class E, size_t N>
+  void choice(const std::string& name, E& v, const Spelling<E> (&words)[N], const std::string& help) {
+    std::vector<std::string> choices;
+    for (const Spelling<E>& s : words) choices.push_back(s.word);
+    choice(
+        name, [&v, &words] { return std::string(word_of(words, v)); },
+        [&v, &words](const std::string& w) { read_word(words, w, &v); }, choices, help);
+  }
+  // The general form: a choice read and written through get/set (set receives one of the choices).
+  void choice(const std::string& name, std::function<std::string()> get, std::function<void(const std::string&)> set,
+              const std::vector<std::string>& choices, const std::string& help);
   void flag(const std::string& name, bool& v, const std::string& help);  // a switch: given = true
   // Positional arguments (in order), between min and max of them.
   void positional(const std::string& name, std::vector<std::string>& v, const std::string& help, int min, int max);
@@ -65,6 +79,10 @@ class Flags {
   // commented out (shown, not read back).
   std::string to_toml(const std::vector<std::string>& commented = {}) const;
   nlohmann::json to_json() const;
+  // The inverse of to_json: each key sets its flag's field, converted and checked as on the command line
+  // (no command line is built); keys are read in the order the flags were added. "" or one sentence
+  // naming the key.
+  std::string read_json(const nlohmann::json& j);
 
  private:
   struct Binding;

@@ -9,7 +9,7 @@
 // step_NNNNNN.tmp-XXXXXX/ and renamed to step_NNNNNN/ only when complete; a re-saved step is exchanged
 // atomically; nothing shardlab did not write is ever removed or replaced. A load checks what meta.json claims (the step
 // against the directory's name and the files' own metadata, every file's size and checksum). Leaves out: what the
-// tensors are (the trainer decides) and coordination between processes (the run holds a lock on DIR: io/run_dirs.h).
+// tensors are (the trainer decides) and coordination between processes (the run holds a lock on DIR: train/run_dirs.h).
 // See docs/checkpoint_format.md.
 #pragma once
 #include <cstdint>

@@ -64,7 +64,7 @@ NamedStores<T> checkpoint_stores(ModelStates<T>& states) {
 }
 
 template <class T>
-std::string save_train_checkpoint(const std::string& dir, int64_t step, const TrainConfig& cfg,
+std::string save_train_checkpoint(const std::string& dir, int64_t step, const RunRecord& record,
                                   const ParamLayout& layout, const NamedStores<T>& stores) {
   CheckpointFile model{"model.safetensors", {}}, optim{"optimizer.safetensors", {}};
   for (const auto& [kind, store] : stores) {
@@ -90,38 +90,31 @@ std::string save_train_checkpoint(const std::string& dir, int64_t step, const Tr
     }
   }
   nlohmann::json meta;
-  meta["config"] = cfg.to_json();
+  meta["config"] = record.config;
   meta["params"] = layout.total();
-  meta["run_id"] = cfg.run_id;
-  meta["data"] = identify_data(cfg.data).to_json();  // which bytes it trained on (io/data_identity.h)
+  meta["run_id"] = record.run_id;
+  meta["data"] = record.data.to_json();  // which bytes it trained on
   meta["data_position"] = {{"step", step}, {"sampler", "rng(seed, \"data\", step)"}};
-  meta["rng"] = {{"seed", cfg.seed}, {"kind", "counter-based; a pure function of (seed, what, index)"}};
+  meta["rng"] = {{"seed", record.seed}, {"kind", "counter-based; a pure function of (seed, what, index)"}};
   std::vector<CheckpointFile> files{model};
   if (!optim.tensors.empty()) files.push_back(optim);
   return save_checkpoint(dir, step, files, meta);
 }
 
-TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step, DataIdentity* data) {
+nlohmann::json checkpoint_config_json(const std::string& dir_or_step, int64_t* step, DataIdentity* data) {
   LoadedCheckpoint ck = load_checkpoint(dir_or_step);
   if (!ck.meta.contains("config")) throw std::runtime_error("checkpoint " + ck.path + ": meta.json has no config");
   if (step) *step = ck.meta.at("step").get<int64_t>();
   if (data) *data = DataIdentity::from_json(ck.meta.contains("data") ? ck.meta["data"] : nlohmann::json());
-  TrainConfig cfg = TrainConfig::from_json(ck.meta.at("config"));
-  // The model's shape is checked, not trusted: eval and sample size every buffer from it (heads 0 or seq 0
-  // would divide by zero, hidden 0 would evaluate nothing).
-  if (const std::string why = cfg.model.validate(); !why.empty())
-    throw std::runtime_error("checkpoint " + ck.path + ": meta.json's config is not a model shardlab can build (" +
-                             why + ")");
-  return cfg;
+  return ck.meta.at("config");
 }
 
-void check_train_checkpoint(const std::string& dir_or_step, const TrainConfig& cfg, const ParamLayout& layout) {
+void check_train_checkpoint(const std::string& dir_or_step, const Recipe& recipe, const ParamLayout& layout) {
   LoadedCheckpoint ck = load_checkpoint(dir_or_step);
-  const std::string full = cfg.dtype == "f64" ? "F64" : "F32", model = cfg.mixed == "bf16" ? "BF16" : full;
+  const std::string full = recipe.f64() ? "F64" : "F32", model = recipe.bf16() ? "BF16" : full;
   std::vector<std::pair<std::string, std::string>> kinds = {{"model", model}};  // kind, dtype
-  if (cfg.mixed == "bf16" && cfg.master == "fp32") kinds.push_back({"master", full});
-  if (cfg.optimizer == "adamw") kinds.insert(kinds.end(), {{"adam_m", full}, {"adam_v", full}});
-  if (cfg.optimizer == "sgd" && cfg.momentum > 0) kinds.push_back({"momentum", full});
+  for (Mem c : {Mem::master, Mem::adam_m, Mem::adam_v, Mem::momentum})
+    if (recipe.keeps(c)) kinds.push_back({mem_name(c), full});
   std::vector<unsigned char> tensor;
   for (const auto& [kind, dtype] : kinds) {
     const std::string file = kind == "model" ? "model.safetensors" : "optimizer.safetensors";
@@ -175,9 +168,9 @@ int64_t load_train_checkpoint(const std::string& dir_or_step, const ParamLayout&
 
 template NamedStores<float> checkpoint_stores<float>(ModelStates<float>&);
 template NamedStores<double> checkpoint_stores<double>(ModelStates<double>&);
-template std::string save_train_checkpoint<float>(const std::string&, int64_t, const TrainConfig&, const ParamLayout&,
+template std::string save_train_checkpoint<float>(const std::string&, int64_t, const RunRecord&, const ParamLayout&,
                                                   const NamedStores<float>&);
-template std::string save_train_checkpoint<double>(const std::string&, int64_t, const TrainConfig&, const ParamLayout&,
+template std::string save_train_checkpoint<double>(const std::string&, int64_t, const RunRecord&, const ParamLayout&,
                                                    const NamedStores<double>&);
 template int64_t load_train_checkpoint<float>(const std::string&, const ParamLayout&, const NamedStores<float>&);
 template int64_t load_train_checkpoint<double>(const std::string&, const ParamLayout&, const NamedStores<double>&);

@@ -12,11 +12,13 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/flat_store.h"
 #include "io/data_identity.h"
 #include "model/param_layout.h"
 #include "optim/model_states.h"
-#include "train/train_config.h"
+#include "optim/recipe.h"
 
 namespace shardlab {
 
@@ -27,20 +29,30 @@ using NamedStores = std::vector<std::pair<std::string, FlatStore<T>*>>;
 template <class T>
 NamedStores<T> checkpoint_stores(ModelStates<T>& states);  // params + optimizer states, as stored
 
+// What meta.json records of the run beside the tensors: its configuration (train/train_config.h writes and
+// reads it), its identity, the data file it trains on and the seed.
+struct RunRecord {
+  nlohmann::json config;
+  std::string run_id;
+  DataIdentity data;  // path, bytes and SHA-256 (io/data_identity.h), identified once per run
+  uint64_t seed = 0;
+};
+
 // Saves full stores (begin 0, covering every tensor) of the whole model (an unsliced layout; a
 // tensor-parallel run assembles them first: place_slices). Returns the step directory.
 template <class T>
-std::string save_train_checkpoint(const std::string& dir, int64_t step, const TrainConfig& cfg,
+std::string save_train_checkpoint(const std::string& dir, int64_t step, const RunRecord& record,
                                   const ParamLayout& layout, const NamedStores<T>& stores);
 
-// Reads the config stored in a checkpoint (DIR or a step dir), its model shape validated; throws with a
-// clear message. data: the data it trained on (meta.json "data"; an empty sha256 where none is recorded).
-TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step = nullptr, DataIdentity* data = nullptr);
+// Reads the configuration stored in a checkpoint (DIR or a step dir); throws with a clear message.
+// data: the data it trained on (meta.json "data"; an empty sha256 where none is recorded).
+nlohmann::json checkpoint_config_json(const std::string& dir_or_step, int64_t* step = nullptr,
+                                      DataIdentity* data = nullptr);
 
-// Checks every tensor the configuration's model states need (weights and optimizer states): present,
-// with this model's shape and the expected dtype, every value finite. Throws std::runtime_error with the
-// first problem. Run on every rank before any rank talks to another, so a bad checkpoint is one message.
-void check_train_checkpoint(const std::string& dir_or_step, const TrainConfig& cfg, const ParamLayout& layout);
+// Checks every tensor the recipe's model states need (weights and optimizer states): present, with this
+// model's shape and the expected dtype, every value finite. Throws std::runtime_error with the first
+// problem. Run on every rank before any rank talks to another, so a bad checkpoint is one message.
+void check_train_checkpoint(const std::string& dir_or_step, const Recipe& recipe, const ParamLayout& layout);
 
 // Fills each store's range (full or a shard, of the whole model or a tensor-parallel slice) from the
 // checkpoint's whole tensors; returns its step. Throws on any mismatch.

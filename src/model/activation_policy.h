@@ -6,10 +6,16 @@
 #pragma once
 #include <string>
 
+#include "core/spelling.h"
+
 namespace shardlab {
 
 enum class Recompute { none, selective, full };
 enum class AttentionKernel { naive, flash };
+inline constexpr Spelling<Recompute> kRecomputeWords[] = {
+    {"none", Recompute::none}, {"selective", Recompute::selective}, {"full", Recompute::full}};
+inline constexpr Spelling<AttentionKernel> kAttentionWords[] = {{"naive", AttentionKernel::naive},
+                                                                {"flash", AttentionKernel::flash}};
 const char* recompute_name(Recompute r);        // none | selective | full
 const char* attention_name(AttentionKernel a);  // naive | flash
 bool parse_recompute(const std::string& s, Recompute* out);

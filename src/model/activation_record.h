@@ -2,7 +2,7 @@
 // activation record. Each saved tensor is allocated through the memory ledger under its own item name
 // (category activation) when that micro-batch's forward reaches the block and released after its
 // backward, so the activation peak is measured — a pipeline's stash, recompute and flash attention all
-// show in it — and each tensor's bytes can be checked against the itemised formula (plan/activations.h).
+// show in it — and each tensor's bytes can be checked against the itemised formula (plan/activation_items.h).
 // Several micro-batches may be in flight, each with its own records.
 // Precision: with --mixed bf16 the saved activations are stored as bf16 (2 bytes, as the chapter
 // assumes), rounded when produced so that forward and backward see the same tensor; LayerNorm

@@ -2,9 +2,9 @@
 // Forward turns logits (N, V) into probabilities IN PLACE and returns Σ_n -log p[n, target[n]]
 // (accumulated in double). Backward turns the probabilities into d_logits IN PLACE:
 //   d_logits = (p - onehot(target)) · scale,   scale = 1 / (tokens in the GLOBAL batch).
-// That scale is the model's single loss normalisation (DESIGN.md): every layout passes the same one.
-// The vocabulary-parallel form (Megatron's parallel cross-entropy) works on a slice of the vocabulary,
-// columns [v0, v0 + Vl) of every row, and combines the slices with three reductions of N values each.
+// That scale is the model's single loss normalisation (train/trainer.cpp, loss_scale): every layout passes the same
+// one. The vocabulary-parallel form (Megatron's parallel cross-entropy) works on a slice of the vocabulary, columns
+// [v0, v0 + Vl) of every row, and combines the slices with three reductions of N values each.
 #pragma once
 #include <algorithm>
 #include <cmath>

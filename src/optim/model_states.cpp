@@ -11,25 +11,26 @@
 namespace shardlab {
 
 template <class T>
-ModelStates<T>::ModelStates(const TrainConfig& cfg, const ParamLayout& layout, const ShardLayout& shards,
-                            Strategy strategy, MemoryLedger& ledger)
-    : cfg_(cfg), layout_(layout), shards_(shards), strategy_(strategy), bf16_(cfg.mixed == "bf16") {
+ModelStates<T>::ModelStates(const Recipe& recipe, const OptimizerSettings& optimizer, const ParamLayout& layout,
+                            const ShardLayout& shards, Strategy strategy, MemoryLedger& ledger)
+    : recipe_(recipe),
+      optimizer_(optimizer),
+      layout_(layout),
+      shards_(shards),
+      strategy_(strategy),
+      bf16_(recipe.bf16()) {
   const size_t full = shards.padded(), sb = shards.my_begin(), S = shards.shard();
   auto range = [&](bool sharded) { return sharded ? std::make_pair(sb, S) : std::make_pair(size_t(0), full); };
   const bool shard_params = is_sharded(strategy, Mem::param), shard_grads = is_sharded(strategy, Mem::grad);
   auto [pb, pn] = range(shard_params);
   auto [gb, gn] = range(shard_grads);
   auto [ob, on] = range(is_sharded(strategy, Mem::adam_m));
-  const bool bf16_grads = bf16_ && cfg.grad_accum_dtype == "bf16";
+  const bool bf16_grads = bf16_ && !recipe.keeps_fp32_grads();
   params_ = FlatStore<T>(ledger, Mem::param, bf16_, pb, pn);
   grads_ = FlatStore<T>(ledger, Mem::grad, bf16_grads, gb, gn);
-  if (bf16_ && cfg.master == "fp32") master_ = FlatStore<T>(ledger, Mem::master, false, ob, on);
-  if (cfg.optimizer == "adamw") {
-    m_ = FlatStore<T>(ledger, Mem::adam_m, false, ob, on);
-    v_ = FlatStore<T>(ledger, Mem::adam_v, false, ob, on);
-  } else if (cfg.momentum > 0) {
-    momentum_ = FlatStore<T>(ledger, Mem::momentum, false, ob, on);
-  }
+  for (auto [category, store] : {std::pair{Mem::master, &master_}, std::pair{Mem::adam_m, &m_},
+                                 std::pair{Mem::adam_v, &v_}, std::pair{Mem::momentum, &momentum_}})
+    if (recipe.keeps(category)) *store = FlatStore<T>(ledger, category, false, ob, on);
   if (!shard_params) {
     if (bf16_) {
       compute_ = Buffer<T>(ledger, Mem::workspace, full);
@@ -47,13 +48,16 @@ ModelStates<T>::ModelStates(const TrainConfig& cfg, const ParamLayout& layout, c
   // The optimizer reads T gradients and updates T weights; scratch when the stores can't serve directly.
   const bool need_g = bf16_grads, need_w = bf16_ && !master_.exists() && shard_params;
   if (need_g || need_w) opt_scratch_ = Buffer<T>(ledger, Mem::workspace, on * (size_t(need_g) + size_t(need_w)));
+}
 
-  // Initial weights: generated for the stored range (padding stays 0), rounded to bf16 if stored so;
-  // the master starts as the exact widening of the stored weights, so both agree at step 0.
+template <class T>
+void ModelStates<T>::init_weights(const GPTConfig& model, uint64_t seed) {
+  // Generated for the stored range (padding stays 0).
+  const size_t pb = params_.begin(), pn = params_.size();
   std::vector<T> init(pn);
-  init_params(layout, cfg.model, cfg.seed, init.data(), pb, pb + pn);
+  init_params(layout_, model, seed, init.data(), pb, pb + pn);
   params_.store(init.data(), pb, pb + pn);
-  if (master_.exists()) params_.load(master_.t(ob), ob, ob + on);
+  if (master_.exists()) params_.load(master_.t(master_.begin()), master_.begin(), master_.end());
   sync_compute(pb, pb + pn);
 }
 
@@ -123,13 +127,13 @@ void ModelStates<T>::optimizer_step(int64_t step, double lr, double grad_scale, 
   for (const TensorSpec& t : layout_.tensors()) {
     const size_t lo = std::max(a, t.offset), hi = std::min(b, t.offset + t.numel);
     if (lo >= hi) continue;
-    const double wd = t.decay ? cfg_.weight_decay : 0.0;
+    const double wd = t.decay ? optimizer_.weight_decay : 0.0;
     const size_t o = lo - a, n = hi - lo;
-    if (cfg_.optimizer == "adamw") {
-      AdamWParams p{lr, cfg_.beta1, cfg_.beta2, cfg_.eps};
+    if (m_.exists()) {  // AdamW
+      AdamWParams p{lr, optimizer_.beta1, optimizer_.beta2, optimizer_.eps};
       adamw_update(w + o, g + o, m_.t(lo), v_.t(lo), n, p, wd, step, grad_scale);
     } else {
-      sgd_update(w + o, g + o, momentum_.exists() ? momentum_.t(lo) : static_cast<T*>(nullptr), n, lr, cfg_.momentum,
+      sgd_update(w + o, g + o, momentum_.exists() ? momentum_.t(lo) : static_cast<T*>(nullptr), n, lr, recipe_.momentum,
                  wd, grad_scale);
     }
   }

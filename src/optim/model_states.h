@@ -16,20 +16,25 @@
 
 #include "core/flat_store.h"
 #include "model/param_layout.h"
-#include "parallel/shard_layout.h"
-#include "parallel/strategy.h"
-#include "train/train_config.h"
+#include "optim/recipe.h"
+#include "optim/shard_layout.h"
+#include "optim/strategy.h"
 
 namespace shardlab {
 
 template <class T>
 class ModelStates {
  public:
-  ModelStates(const TrainConfig& cfg, const ParamLayout& layout, const ShardLayout& shards, Strategy strategy,
-              MemoryLedger& ledger);
+  // The stores the recipe keeps, full or this rank's shard as the strategy says; weights zero until
+  // init_weights.
+  ModelStates(const Recipe& recipe, const OptimizerSettings& optimizer, const ParamLayout& layout,
+              const ShardLayout& shards, Strategy strategy, MemoryLedger& ledger);
   // Single process: nothing sharded, nothing padded.
-  ModelStates(const TrainConfig& cfg, const ParamLayout& layout, MemoryLedger& ledger)
-      : ModelStates(cfg, layout, ShardLayout(layout.total(), 1, 0), Strategy::dp, ledger) {}
+  ModelStates(const Recipe& recipe, const OptimizerSettings& optimizer, const ParamLayout& layout, MemoryLedger& ledger)
+      : ModelStates(recipe, optimizer, layout, ShardLayout(layout.total(), 1, 0), Strategy::dp, ledger) {}
+  // The initial weights of this rank's range (model/param_layout.h init_params), rounded to bf16 when stored
+  // so; the master starts as their exact widening, so both agree at step 0.
+  void init_weights(const GPTConfig& model, uint64_t seed);
 
   const ShardLayout& shards() const { return shards_; }
   Strategy strategy() const { return strategy_; }
@@ -66,7 +71,8 @@ class ModelStates {
   void end_micro_batch() { fold_backward_grads(0, shards_.padded()); }
 
  private:
-  const TrainConfig& cfg_;
+  Recipe recipe_;
+  OptimizerSettings optimizer_;
   const ParamLayout& layout_;
   ShardLayout shards_;
   Strategy strategy_;

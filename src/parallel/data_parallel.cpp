@@ -9,14 +9,9 @@
 namespace shardlab {
 
 template <class T>
-DataParallel<T>::DataParallel(const TrainConfig& cfg, const ParamLayout& layout, ProcessGrid& grid,
-                              MemoryLedger& ledger, Trace& trace)
-    : cfg_(cfg),
-      layout_(layout),
-      grid_(grid),
-      ledger_(ledger),
-      trace_(trace),
-      strategy_(strategy_of(cfg.zero, cfg.fsdp)) {
+DataParallel<T>::DataParallel(const ParallelLayout& settings, const Recipe& recipe, const OptimizerSettings& optimizer,
+                              const ParamLayout& layout, ProcessGrid& grid, MemoryLedger& ledger, Trace& trace)
+    : layout_(layout), grid_(grid), ledger_(ledger), trace_(trace), strategy_(settings.strategy()) {
   dp_ = &grid.comm(Axis::dp);
   shard_ = dp_;
   across_ = nullptr;
@@ -28,14 +23,14 @@ DataParallel<T>::DataParallel(const TrainConfig& cfg, const ParamLayout& layout,
   pp_ = grid.size(Axis::pp) > 1 ? &grid.comm(Axis::pp) : nullptr;
   for (int u = 0; u < layout.units(); ++u)
     if (layout.holds(u)) last_held_ = u;  // it also carries the padding
-  sequence_parallel_ = tp_ && cfg.sequence_parallel;
+  sequence_parallel_ = tp_ && settings.sequence_parallel;
   for (Communicator* c : {dp_, shard_, across_, tp_, pp_})  // ring receive buffers show as comm_buffer in the ledger
     if (c) c->set_memory_ledger(&ledger);
   shards_ = ShardLayout(layout.total(), shard_->size(), shard_->rank());
-  states_ = std::make_unique<ModelStates<T>>(cfg, layout, shards_, strategy_, ledger);
-  overlap_ = cfg.overlap == "on";
-  prefetch_ = cfg.prefetch == "on";
-  if (!is_sharded(strategy_, Mem::grad)) make_buckets(cfg.bucket_mb);
+  states_ = std::make_unique<ModelStates<T>>(recipe, optimizer, layout, shards_, strategy_, ledger);
+  overlap_ = settings.overlap;
+  prefetch_ = settings.prefetch;
+  if (!is_sharded(strategy_, Mem::grad)) make_buckets(settings.bucket_mb);
 }
 
 template <class T>
@@ -127,42 +122,6 @@ void DataParallel<T>::optimizer_step(int64_t step, double lr, double grad_scale)
       shard_->all_gather(p.t(0), counts);
     states_->sync_compute(0, shards_.padded());
   }
-}
-
-template <class T>
-void DataParallel<T>::save_checkpoint(const std::string& dir, int64_t step) {
-  // Layout-independent files: a sharded store is gathered into a whole temporary copy first.
-  std::vector<std::unique_ptr<FlatStore<T>>> whole;
-  NamedStores<T> stores;
-  for (auto& [kind, store] : checkpoint_stores(*states_)) {
-    if (store->begin() == 0 && store->size() == shards_.padded()) {
-      stores.push_back({kind, store});
-      continue;
-    }
-    whole.push_back(std::make_unique<FlatStore<T>>(ledger_, Mem::workspace, store->is_bf16(), 0, shards_.padded()));
-    FlatStore<T>& w = *whole.back();
-    std::memcpy(w.raw(store->begin()), store->raw(store->begin()), store->size() * store->elem_bytes());
-    const std::vector<size_t> counts = shards_.counts(0, shards_.padded());
-    if (w.is_bf16())
-      shard_->all_gather(w.h(0), counts);
-    else
-      shard_->all_gather(w.t(0), counts);
-    stores.push_back({kind, &w});
-  }
-  if (tp_ || pp_) {  // every stage's and tp rank's slices into whole tensors on world rank 0
-    if (grid_.coord(Axis::dp) == 0) assemble_whole(stores, whole);
-    if (grid_.world_rank() == 0) save_train_checkpoint(dir, step, cfg_, ParamLayout(cfg_.model), stores);
-  } else if (grid_.world_rank() == 0) {
-    save_train_checkpoint(dir, step, cfg_, layout_, stores);
-  }
-  grid_.world().barrier();  // nobody reads `latest` before it exists
-}
-
-template <class T>
-void DataParallel<T>::load_checkpoint(const std::string& dir) {
-  load_train_checkpoint(dir, layout_, checkpoint_stores(*states_));
-  const FlatStore<T>& p = states_->params();
-  states_->sync_compute(p.begin(), p.end());
 }
 
 template class DataParallel<float>;

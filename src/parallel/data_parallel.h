@@ -17,7 +17,7 @@
 // dp group of ranks that hold the same slice; the loss, the gradient norm and, with sequence parallelism,
 // the replicated tensors' gradients are then combined across the tp group too (across_tp.cpp). A pipeline
 // stage's engine holds only its units (its layout's other units are empty); the loss and the gradient
-// norm combine across the pp group, and a checkpoint gathers every stage's tensors.
+// norm combine across the pp group. Checkpoints of whole tensors from any layout: io/whole_checkpoint.h.
 #pragma once
 #include <cstdint>
 #include <list>
@@ -28,24 +28,29 @@
 
 #include "comm/process_grid.h"
 #include "comm/trace.h"
-#include "io/train_checkpoint.h"
 #include "model/gpt.h"
 #include "optim/model_states.h"
-#include "parallel/shard_layout.h"
-#include "parallel/strategy.h"
-#include "train/train_config.h"
+#include "optim/shard_layout.h"
+#include "optim/strategy.h"
+#include "parallel/layout.h"
 
 namespace shardlab {
 
 template <class T>
 class DataParallel : public UnitAccess<T> {
  public:
-  DataParallel(const TrainConfig& cfg, const ParamLayout& layout, ProcessGrid& grid, MemoryLedger& ledger,
-               Trace& trace);
+  // This rank's model states as the recipe and the layout's strategy say, their weights zero until
+  // states().init_weights (a fresh run) or io/whole_checkpoint.h's load (a resumed one).
+  DataParallel(const ParallelLayout& settings, const Recipe& recipe, const OptimizerSettings& optimizer,
+               const ParamLayout& layout, ProcessGrid& grid, MemoryLedger& ledger, Trace& trace);
 
   ModelStates<T>& states() { return *states_; }
   const ShardLayout& shards() const { return shards_; }
   Strategy strategy() const { return strategy_; }
+  const ParamLayout& layout() const { return layout_; }
+  ProcessGrid& grid() { return grid_; }
+  MemoryLedger& ledger() { return ledger_; }
+  Communicator& shard_group() { return *shard_; }  // the ranks a ZeRO/FSDP store is sharded over
 
   void begin_step();  // zero gradients
   // Before each backward: is it the step's last backward? Then gradients sync as backward produces them
@@ -71,10 +76,6 @@ class DataParallel : public UnitAccess<T> {
   void params_done(int unit, bool backward) override;
   T* grads(int unit) override;
   void grads_done(int unit) override;
-
-  // Checkpoints: whole stores (gathered when sharded; collective), and loading into this rank's ranges.
-  void save_checkpoint(const std::string& dir, int64_t step);  // collective; rank 0 writes
-  void load_checkpoint(const std::string& dir);
 
  private:
   struct Bucket {
@@ -104,13 +105,10 @@ class DataParallel : public UnitAccess<T> {
   Gathered& gathered(int unit);
   void progress();
   // Across tensor-parallel ranks (across_tp.cpp): the replicated tensors' gradients with sequence
-  // parallelism, a unit's part of Σ g²; a checkpoint's whole tensors from every stage's and tp rank's
-  // slices (whole_checkpoint.cpp).
+  // parallelism, a unit's part of Σ g².
   void reduce_replicated_grads();
   double unit_grad_sumsq(int unit, size_t lo, size_t hi) const;  // Σ g² of [lo, hi) ⊂ the unit, once per parameter
-  void assemble_whole(NamedStores<T>& stores, std::vector<std::unique_ptr<FlatStore<T>>>& keep);
 
-  const TrainConfig& cfg_;
   const ParamLayout& layout_;
   ProcessGrid& grid_;
   MemoryLedger& ledger_;

@@ -42,19 +42,17 @@ std::vector<bool> PipelinePartition::held_units(int stage) const {
   return held;
 }
 
-std::string pipeline_problem(int layers, int pp, int v, const std::string& schedule, const std::string& pp_layers) {
+std::string pipeline_problem(int layers, int pp, int v, ScheduleKind kind, const std::string& pp_layers) {
   const std::string P = std::to_string(pp), V = std::to_string(v), L = std::to_string(layers);
   if (pp < 1) return "--pp must be at least 1";
   if (v < 1) return "--virtual-stages must be at least 1";
-  ScheduleKind kind = ScheduleKind::one_f_one_b;
-  parse_schedule(schedule, &kind);
   // The schedule's own rules (stages and chunks; any m that is a multiple of pp is fine here).
   if (std::string why = schedule_shape_problem(kind, pp, pp, v); !why.empty()) return why;
   const int64_t chunks = int64_t(pp) * v;  // in 64 bits: --pp and --virtual-stages may each be near 2^31
   if (chunks > layers)
     return "--pp " + P + (v > 1 ? " × --virtual-stages " + V : "") + " = " + std::to_string(chunks) +
            " model chunks, but the model has " + L + " layers (every chunk holds at least one)";
-  if (schedule == "interleaved" && layers % chunks != 0)
+  if (kind == ScheduleKind::interleaved && layers % chunks != 0)
     return "--schedule interleaved needs --layers divisible by pp × virtual-stages = " + std::to_string(chunks) +
            " (the model has " + L + ")";
   if (!pp_layers.empty()) {

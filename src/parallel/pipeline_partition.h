@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/chunk_spec.h"
+#include "parallel/schedule.h"
 
 namespace shardlab {
 
@@ -30,7 +31,7 @@ struct PipelinePartition {
 };
 
 // "" if the layers can be split this way, else one sentence naming the flag.
-std::string pipeline_problem(int layers, int pp, int virtual_stages, const std::string& schedule,
+std::string pipeline_problem(int layers, int pp, int virtual_stages, ScheduleKind schedule,
                              const std::string& pp_layers);
 // The split (call after pipeline_problem returned "").
 PipelinePartition partition_layers(int layers, int pp, int virtual_stages, const std::string& pp_layers);

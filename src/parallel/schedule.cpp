@@ -10,26 +10,8 @@
 
 namespace shardlab {
 
-bool parse_schedule(const std::string& name, ScheduleKind* out) {
-  if (name == "gpipe")
-    *out = ScheduleKind::gpipe;
-  else if (name == "1f1b")
-    *out = ScheduleKind::one_f_one_b;
-  else if (name == "interleaved")
-    *out = ScheduleKind::interleaved;
-  else
-    return false;
-  return true;
-}
-
-const char* schedule_name(ScheduleKind k) {
-  switch (k) {
-    case ScheduleKind::gpipe: return "gpipe";
-    case ScheduleKind::one_f_one_b: return "1f1b";
-    case ScheduleKind::interleaved: return "interleaved";
-  }
-  return "?";
-}
+bool parse_schedule(const std::string& name, ScheduleKind* out) { return read_word(kScheduleWords, name, out); }
+const char* schedule_name(ScheduleKind k) { return word_of(kScheduleWords, k); }
 
 const char* act_name(Act a) {
   switch (a) {

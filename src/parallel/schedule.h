@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "core/spelling.h"
+
 namespace shardlab {
 
 // The most micro-batches × stages × chunks per stage one step runs (the trainer's pipeline messages must be
@@ -23,6 +25,8 @@ namespace shardlab {
 constexpr int kMaxPipelineSlots = 8192;
 
 enum class ScheduleKind { gpipe, one_f_one_b, interleaved };
+inline constexpr Spelling<ScheduleKind> kScheduleWords[] = {
+    {"gpipe", ScheduleKind::gpipe}, {"1f1b", ScheduleKind::one_f_one_b}, {"interleaved", ScheduleKind::interleaved}};
 bool parse_schedule(const std::string& name, ScheduleKind* out);  // gpipe | 1f1b | interleaved
 const char* schedule_name(ScheduleKind k);
 

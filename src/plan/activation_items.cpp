@@ -3,8 +3,6 @@
 
 #include <algorithm>
 
-#include "report/format.h"
-
 namespace shardlab::plan {
 
 namespace {

@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "plan/model_states.h"
 #include "plan/sharding.h"
+#include "plan/state_bytes.h"
 
 namespace shardlab::plan {
 

@@ -11,8 +11,8 @@
 #include <cstdint>
 
 #include "model/activation_policy.h"
-#include "plan/model_states.h"
 #include "plan/sharding.h"
+#include "plan/state_bytes.h"
 
 namespace shardlab::plan {
 

@@ -19,7 +19,7 @@
 #include "parallel/pipeline_partition.h"
 #include "parallel/schedule.h"
 #include "plan/activation_items.h"
-#include "plan/model_states.h"
+#include "plan/state_bytes.h"
 
 namespace shardlab::plan {
 

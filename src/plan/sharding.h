@@ -16,13 +16,13 @@
 #include <cstdint>
 #include <string>
 
-#include "parallel/shard_layout.h"
-#include "parallel/strategy.h"
-#include "plan/model_states.h"
+#include "optim/shard_layout.h"
+#include "optim/strategy.h"
+#include "plan/state_bytes.h"
 
 namespace shardlab::plan {
 
-// The strategies themselves (names, what each shards) are the engine's: parallel/strategy.h.
+// The strategies themselves (names, what each shards) are the engine's: optim/strategy.h.
 
 // One data-parallel layout.
 struct Layout {
@@ -38,7 +38,7 @@ std::uint64_t ranks_per_node(const Layout& l);               // K, or N when not
 std::uint64_t num_nodes(const Layout& l);                    // M = ceil(N / K)
 std::uint64_t node_of(const Layout& l, std::uint64_t rank);  // rank / K: nodes of K consecutive ranks
 
-// The shard geometry of the layout (the engine's own, parallel/shard_layout.h): group G = N (dp,
+// The shard geometry of the layout (the engine's own, optim/shard_layout.h): group G = N (dp,
 // zero1-3) or K (hybrid), shard S = ceil(Ψ / G), padded Ψ_pad = G·S (Ψ when G = 1).
 ShardLayout shard_layout(const Layout& l, std::uint64_t psi);
 

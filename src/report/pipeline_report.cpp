@@ -20,9 +20,8 @@ nlohmann::json pipeline_rank_json(int stage, bool speaks, const std::vector<Meas
   return j;
 }
 
-nlohmann::json pipeline_run_json(const std::string& schedule, int stages, int micro_batches, int virtual_stages,
-                                 int step) {
-  return {{"schedule", schedule},
+nlohmann::json pipeline_run_json(ScheduleKind schedule, int stages, int micro_batches, int virtual_stages, int step) {
+  return {{"schedule", schedule_name(schedule)},
           {"stages", stages},
           {"micro_batches", micro_batches},
           {"virtual_stages", virtual_stages},

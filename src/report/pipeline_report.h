@@ -16,8 +16,7 @@ namespace shardlab {
 // This rank's share: its stage and, when it speaks for the stage, its measured slots.
 nlohmann::json pipeline_rank_json(int stage, bool speaks, const std::vector<MeasuredSlot>& slots);
 // The run-wide facts: schedule, stages p, micro-batches m, chunks per stage v, the step measured.
-nlohmann::json pipeline_run_json(const std::string& schedule, int stages, int micro_batches, int virtual_stages,
-                                 int step);
+nlohmann::json pipeline_run_json(ScheduleKind schedule, int stages, int micro_batches, int virtual_stages, int step);
 // From the run-wide facts and every rank's ledger entry: the ledger's "pipeline" section and the pictures.
 nlohmann::json pipeline_section(const nlohmann::json& run, const nlohmann::json& ranks,
                                 std::vector<SchedulePanel>* panels);

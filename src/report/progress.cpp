@@ -13,7 +13,7 @@
 
 namespace shardlab {
 
-Progress::Progress(const std::string& mode, int first, int total, double tokens_per_step, const std::string& unit)
+Progress::Progress(ProgressMode mode, int first, int total, double tokens_per_step, const std::string& unit)
     : first_(first),
       total_(total),
       tokens_per_step_(tokens_per_step),
@@ -22,8 +22,9 @@ Progress::Progress(const std::string& mode, int first, int total, double tokens_
   // Under mpirun a rank's stdout is a pseudo-terminal even when mpirun's own output goes to a file;
   // scripts/mpirun.sh says which (SHARDLAB_STDOUT_TTY=0: not a terminal, plain lines).
   const char* tty = std::getenv("SHARDLAB_STDOUT_TTY");
-  bar_ = mode == "bar" || (mode == "auto" && isatty(STDOUT_FILENO) && !(tty && std::string(tty) == "0"));
-  quiet_ = mode == "none";
+  bar_ = mode == ProgressMode::bar ||
+         (mode == ProgressMode::automatic && isatty(STDOUT_FILENO) && !(tty && std::string(tty) == "0"));
+  quiet_ = mode == ProgressMode::none;
   every_ = std::max(1, (total - first) / 10);
 }
 

@@ -5,13 +5,22 @@
 #include <optional>
 #include <string>
 
+#include "core/spelling.h"
+
 namespace shardlab {
+
+// --progress: a bar on a terminal (auto), always a bar, plain lines, or nothing.
+enum class ProgressMode { automatic, bar, lines, none };
+inline constexpr Spelling<ProgressMode> kProgressWords[] = {{"auto", ProgressMode::automatic},
+                                                            {"bar", ProgressMode::bar},
+                                                            {"lines", ProgressMode::lines},
+                                                            {"none", ProgressMode::none}};
 
 class Progress {
  public:
-  // mode: auto | bar | lines | none. total: last step; first: the step training starts after.
-  // unit names what is counted ("step"; "batch" for an evaluation).
-  Progress(const std::string& mode, int first, int total, double tokens_per_step, const std::string& unit = "step");
+  // total: last step; first: the step training starts after. unit names what is counted ("step"; "batch"
+  // for an evaluation).
+  Progress(ProgressMode mode, int first, int total, double tokens_per_step, const std::string& unit = "step");
   void step(int step, double loss, std::optional<double> val_loss);
   void finish();  // ends the bar line
   double tokens_per_second() const;

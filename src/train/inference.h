@@ -8,6 +8,7 @@
 #include "io/train_checkpoint.h"
 #include "model/gpt.h"
 #include "optim/model_states.h"
+#include "train/resume.h"
 #include "train/train_config.h"
 
 namespace shardlab {
@@ -18,11 +19,11 @@ template <class T>
 int with_checkpoint_model(const TrainConfig& ck, const std::string& load, int batch,
                           const std::function<int(GPT<T>&, const T*)>& fn) {
   TrainConfig cfg = ck;
-  cfg.optimizer = "sgd";  // weights only: no optimizer states to allocate
-  cfg.momentum = 0;
+  cfg.recipe.optimizer = Optimizer::sgd;  // weights only: no optimizer states to allocate
+  cfg.recipe.momentum = 0;
   ParamLayout layout(cfg.model);
   MemoryLedger ledger;
-  ModelStates<T> states(cfg, layout, ledger);
+  ModelStates<T> states(cfg.recipe, cfg.optimizer, layout, ledger);
   load_train_checkpoint<T>(load, layout, {{"model", &states.params()}});
   states.sync_compute(0, layout.total());
   GPT<T> model(cfg.model, layout, batch, ledger);
@@ -32,7 +33,7 @@ int with_checkpoint_model(const TrainConfig& ck, const std::string& load, int ba
 // Either dtype, as the checkpoint says: fn is called with (GPT<float>&, const float*) or the double pair.
 template <class F>
 int with_checkpoint_model(const TrainConfig& ck, const std::string& load, int batch, F&& fn) {
-  if (ck.dtype == "f64")
+  if (ck.recipe.f64())
     return with_checkpoint_model<double>(ck, load, batch, std::function<int(GPT<double>&, const double*)>(fn));
   return with_checkpoint_model<float>(ck, load, batch, std::function<int(GPT<float>&, const float*)>(fn));
 }

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "optim/strategy.h"
 #include "parallel/pipeline_partition.h"
 #include "parallel/schedule.h"
-#include "parallel/strategy.h"
 #include "report/format.h"
 
 namespace shardlab {
@@ -28,32 +28,25 @@ plan::MemoryNeed memory_need(const TrainConfig& cfg, int world) {
              uint64_t(cfg.model.layers)};
   run.heads = cfg.model.heads;
   run.micro_batch = cfg.micro_batch;
-  plan::parse_optimizer(cfg.optimizer, &run.recipe.optimizer);
-  plan::parse_mixed(cfg.mixed, &run.recipe.mixed);
-  plan::parse_dtype(cfg.dtype, &run.recipe.dtype);
-  plan::parse_grad_accum(cfg.grad_accum_dtype, &run.recipe.grad_accum);
-  plan::parse_master(cfg.master, &run.recipe.master);
-  run.recipe.momentum = cfg.momentum;
-  run.layout.strategy = strategy_of(cfg.zero, cfg.fsdp);
-  run.layout.dp = cfg.dp ? cfg.dp : world / std::max(1, cfg.tp * cfg.pp);
-  run.tp = static_cast<uint64_t>(std::max(1, cfg.tp));
-  run.sequence_parallel = cfg.sequence_parallel;
-  if (cfg.pp > 1 &&
-      pipeline_problem(cfg.model.layers, cfg.pp, cfg.virtual_stages, cfg.schedule, cfg.pp_layers).empty()) {
-    const PipelinePartition part = partition_layers(cfg.model.layers, cfg.pp, cfg.virtual_stages, cfg.pp_layers);
+  run.recipe = cfg.recipe;
+  const ParallelLayout& l = cfg.layout;
+  run.layout.strategy = l.strategy();
+  run.layout.dp = l.dp ? l.dp : world / std::max(1, l.tp * l.pp);
+  run.tp = static_cast<uint64_t>(std::max(1, l.tp));
+  run.sequence_parallel = l.sequence_parallel;
+  if (l.pp > 1 && pipeline_problem(cfg.model.layers, l.pp, l.virtual_stages, l.schedule, l.pp_layers).empty()) {
+    const PipelinePartition part = partition_layers(cfg.model.layers, l.pp, l.virtual_stages, l.pp_layers);
     const int m = cfg.global_batch / std::max(1, int(run.layout.dp) * cfg.micro_batch);
-    ScheduleKind kind = ScheduleKind::one_f_one_b;
-    parse_schedule(cfg.schedule, &kind);
     const Timeline t =
-        simulate(make_schedule(kind, cfg.pp, std::max(m, 1), cfg.virtual_stages), cfg.virtual_stages, 1, 2);
-    run.pp = static_cast<uint64_t>(cfg.pp);
-    for (int s = 0; s < cfg.pp; ++s) run.stage_blocks = std::max<uint64_t>(run.stage_blocks, part.blocks_of(s));
+        simulate(make_schedule(l.schedule, l.pp, std::max(m, 1), l.virtual_stages), l.virtual_stages, 1, 2);
+    run.pp = static_cast<uint64_t>(l.pp);
+    for (int s = 0; s < l.pp; ++s) run.stage_blocks = std::max<uint64_t>(run.stage_blocks, part.blocks_of(s));
     for (int x : t.stash)
       run.stash = std::max<uint64_t>(run.stash, (x + part.virtual_stages - 1) / part.virtual_stages);
   }
-  run.layout.ranks_per_node = cfg.ranks_per_node / std::max(1, cfg.tp * cfg.pp);  // dp ranks per node
-  run.attention = cfg.activation_policy().attention;
-  run.recompute = cfg.activation_policy().recompute;
+  run.layout.ranks_per_node = l.ranks_per_node / std::max(1, l.tp * l.pp);  // dp ranks per node
+  run.attention = cfg.attention;
+  run.recompute = cfg.recompute;
   return plan::rank_memory_need(run);
 }
 
@@ -76,7 +69,7 @@ std::string memory_need_text(const TrainConfig& cfg, int world) {
 
 std::string check_memory(const TrainConfig& cfg, int world, double data_bytes, bool whole_model) {
   const double available = available_memory_bytes();
-  if (cfg.force_memory || available <= 0) return "";
+  if (cfg.outputs.force_memory || available <= 0) return "";
   const plan::MemoryNeed m = memory_need(cfg, world);
   const int here = local_ranks(world);
   const double per_rank = double(m.total()) + data_bytes, all = per_rank * here;
@@ -100,16 +93,11 @@ std::string check_inference_memory(const TrainConfig& checkpoint, int batch, dou
   TrainConfig need = checkpoint;  // what eval and sample allocate: the weights and one batch's activations
   need.micro_batch = batch;
   need.global_batch = batch;
-  need.optimizer = "sgd";
-  need.momentum = 0;
-  need.zero = 0;
-  need.fsdp = "none";
-  need.dp = 1;
-  need.tp = need.pp = need.virtual_stages = 1;  // whatever layout trained it, one process holds it whole
-  need.sequence_parallel = false;
-  need.schedule = "1f1b";
-  need.pp_layers.clear();
-  need.force_memory = force_memory;
+  need.recipe.optimizer = Optimizer::sgd;
+  need.recipe.momentum = 0;
+  need.layout = ParallelLayout();  // whatever layout trained it, one process holds it whole
+  need.layout.dp = 1;
+  need.outputs.force_memory = force_memory;
   return check_memory(need, 1, data_bytes, true);
 }
 

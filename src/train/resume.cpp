@@ -7,32 +7,30 @@
 #include "io/train_checkpoint.h"
 #include "train/run_dirs.h"
 
+#include <nlohmann/json.hpp>
+
 namespace shardlab {
+
+TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step, DataIdentity* data) {
+  const nlohmann::json j = checkpoint_config_json(dir_or_step, step, data);
+  TrainConfig cfg = TrainConfig::from_json(j);
+  // The model's shape is checked, not trusted: eval and sample size every buffer from it (heads 0 or seq 0
+  // would divide by zero, hidden 0 would evaluate nothing).
+  if (const std::string why = cfg.model.validate(); !why.empty())
+    throw std::runtime_error("checkpoint " + resolve_step_dir(dir_or_step) +
+                             ": meta.json's config is not a model shardlab can build (" + why + ")");
+  return cfg;
+}
 
 std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cfg, int64_t& resume_step,
                            std::string& warning) {
   DataIdentity was;  // the data the checkpoint trained on
-  TrainConfig ck = checkpoint_config(cfg.resume, &resume_step, &was);
+  TrainConfig ck = checkpoint_config(cfg.outputs.resume, &resume_step, &was);
   TrainConfig merged = ck;
-  const TrainConfig fresh;  // checkpoints hold whole tensors: the layout is the new run's to choose
-  merged.dp = fresh.dp;
-  merged.tp = fresh.tp;
-  merged.sequence_parallel = fresh.sequence_parallel;
-  merged.pp = fresh.pp;
-  merged.pp_layers = fresh.pp_layers;
-  merged.schedule = fresh.schedule;
-  merged.virtual_stages = fresh.virtual_stages;
-  merged.zero = fresh.zero;
-  merged.fsdp = fresh.fsdp;
-  merged.ranks_per_node = fresh.ranks_per_node;
-  // A run writes only where its own command line says: nothing of the outputs carries over.
-  merged.out = fresh.out;
-  merged.save = fresh.save;
-  merged.save_every = fresh.save_every;
-  merged.keep_last = fresh.keep_last;
-  merged.overwrite = fresh.overwrite;
-  merged.trace = fresh.trace;
-  merged.force_memory = fresh.force_memory;
+  // Checkpoints hold whole tensors: the layout is the new run's to choose. And a run writes only where its
+  // own command line says: nothing of the outputs carries over.
+  merged.layout = ParallelLayout();
+  merged.outputs = OutputSettings();
   std::string err = parse_train_args(args, merged);
   if (!err.empty()) return err;
   auto same = [&](bool eq, const char* flag) {
@@ -41,26 +39,24 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
                     " differs from the checkpoint's; a resumed run keeps the model states it saved";
   };
   const GPTConfig &m = merged.model, &c = ck.model;
+  const Recipe &r = merged.recipe, &k = ck.recipe;
   for (const std::string& e :
        {same(m.layers == c.layers && m.hidden == c.hidden && m.heads == c.heads && m.seq == c.seq && m.vocab == c.vocab,
              "the model shape (--layers/--hidden/--heads/--seq/--vocab)"),
-        same(merged.dtype == ck.dtype && merged.mixed == ck.mixed && merged.grad_accum_dtype == ck.grad_accum_dtype &&
-                 merged.master == ck.master,
+        same(r.dtype == k.dtype && r.mixed == k.mixed && r.grad_accum == k.grad_accum && r.master == k.master,
              "the precision (--dtype/--mixed/--grad-accum-dtype/--master)"),
-        same(merged.optimizer == ck.optimizer &&
-                 (merged.optimizer != "sgd" || (merged.momentum > 0) == (ck.momentum > 0)),
-             "--optimizer")})
+        same(r.optimizer == k.optimizer && r.keeps(Mem::momentum) == k.keeps(Mem::momentum), "--optimizer")})
     if (!e.empty()) return e;
-  if (merged.steps <= resume_step)
-    return "--steps " + std::to_string(merged.steps) + " is not beyond the checkpoint's step " +
+  if (merged.run.steps <= resume_step)
+    return "--steps " + std::to_string(merged.run.steps) + " is not beyond the checkpoint's step " +
            std::to_string(resume_step) + " (--steps counts the total)";
   // The data: the checkpoint's own bytes, or another file named with --data on purpose (said, not refused).
   if (!was.sha256.empty()) {
-    if (const std::string why = input_file_problem(merged.data); !why.empty())
+    if (const std::string why = input_file_problem(merged.run.data); !why.empty())
       throw std::runtime_error("--data: " + why + " (the checkpoint trained on " + was.describe() + ")");
-    const DataIdentity now = identify_data(merged.data);
+    const DataIdentity now = identify_data(merged.run.data);
     if (now.sha256 != was.sha256 || now.bytes != was.bytes) {
-      if (merged.data == ck.data)
+      if (merged.run.data == ck.run.data)
         return "--resume: the data file " + now.describe() + " is not the one the checkpoint trained on, " +
                was.describe() +
                "; give that file with --data, or name other data with --data to train on it on purpose";
@@ -69,11 +65,11 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
   }
   // Every tensor the run will load, checked now — on every rank alike, before any rank talks to another —
   // so a bad checkpoint is one message, not an abort in the middle of a collective.
-  check_train_checkpoint(cfg.resume, merged, ParamLayout(merged.model));
+  check_train_checkpoint(cfg.outputs.resume, merged.recipe, ParamLayout(merged.model));
   // The exact step directory: the run's config.toml then names what it really resumed from.
-  merged.resume = resolve_step_dir(cfg.resume);
+  merged.outputs.resume = resolve_step_dir(cfg.outputs.resume);
   // The run continues (its own directories are its to continue); a checkpoint from before run ids gets a new one.
-  const std::string id = checkpoint_run_id(cfg.resume);
+  const std::string id = checkpoint_run_id(cfg.outputs.resume);
   merged.run_id = id.empty() ? cfg.run_id : id;
   cfg = merged;
   return "";

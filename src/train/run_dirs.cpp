@@ -68,8 +68,8 @@ const char* kHow = "give a new directory, or --overwrite to replace them";
 
 // Does this run write file F of kRunOutputFiles into --out?
 bool run_writes(const TrainConfig& cfg, const std::string& f) {
-  if (f == "trace.json") return cfg.trace == "on";
-  if (f == "schedule.svg") return cfg.pp > 1;
+  if (f == "trace.json") return cfg.outputs.trace;
+  if (f == "schedule.svg") return cfg.layout.pp > 1;
   return true;
 }
 
@@ -77,23 +77,23 @@ bool run_writes(const TrainConfig& cfg, const std::string& f) {
 // bytes shardlab wrote (io/owned_files.h); one it does not write is removed at the start if shardlab wrote
 // it (it would not match the new ledger.json) and left alone if somebody else did.
 std::string check_out(const TrainConfig& cfg, int64_t resume_step) {
-  const fs::path dir(cfg.out);
+  const fs::path dir(cfg.outputs.out);
   std::error_code ec;
-  if (std::string why = owned_record_problem(cfg.out); !why.empty())
-    return "--out " + cfg.out + ": " + why + "; shardlab never replaces it: give a new directory";
+  if (std::string why = owned_record_problem(cfg.outputs.out); !why.empty())
+    return "--out " + cfg.outputs.out + ": " + why + "; shardlab never replaces it: give a new directory";
   std::vector<std::string> present;
   for (const std::string& f : kRunOutputFiles) {
     if (!fs::exists(dir / f, ec) && !fs::is_symlink(dir / f, ec)) continue;
     if (std::string why = owned_file_problem((dir / f).string(), f == "loss.csv"); !why.empty()) {
       if (!run_writes(cfg, f)) continue;  // not this run's to write, nor shardlab's to remove
-      return "--out " + cfg.out + ": " + why + "; shardlab never replaces it, --overwrite or not: give a new " +
+      return "--out " + cfg.outputs.out + ": " + why + "; shardlab never replaces it, --overwrite or not: give a new " +
              "directory or move the file away";
     }
     present.push_back(f);
   }
   if (present.empty()) return "";
   const nlohmann::json config = read_json(dir / "config.json");
-  if (cfg.overwrite) return "";
+  if (cfg.outputs.overwrite) return "";
   const std::string owner = run_id_in(config);
   int64_t last = 0;
   try {
@@ -105,13 +105,13 @@ std::string check_out(const TrainConfig& cfg, int64_t resume_step) {
   const std::string what =
       "the files of " + std::string(mine ? "this run up to step " : "run ") +
       (mine ? std::to_string(last) : (owner.empty() ? "?" : owner) + " (" + std::to_string(last) + " steps)");
-  return "--out " + cfg.out + " holds " + what +
+  return "--out " + cfg.outputs.out + " holds " + what +
          (mine ? ", after the step this resume starts from (" + std::to_string(resume_step) + ")" : "") + "; " + kHow;
 }
 
 // --save DIR: "" if the run may save checkpoints there.
 std::string check_save(const TrainConfig& cfg, int64_t resume_step) {
-  const fs::path dir(cfg.save);
+  const fs::path dir(cfg.outputs.save);
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return "";
   // Everything that looks like a checkpoint must be one of shardlab's, holding only its own files:
@@ -121,36 +121,36 @@ std::string check_save(const TrainConfig& cfg, int64_t resume_step) {
     const int64_t step = step_of_dir_name(name);  // only step_NNNNNN and step_NNNNNN.old are ever replaced
     if (step < 0 || (name != step_dir_name(step) && name != step_dir_name(step) + ".old")) continue;
     if (!is_own_checkpoint(e.path().string()))
-      return "--save " + cfg.save + " holds " + name +
+      return "--save " + cfg.outputs.save + " holds " + name +
              ", which is not (only) a shardlab checkpoint; shardlab never replaces it: give a new directory";
   }
   std::string latest;
   try {
-    latest = read_latest(cfg.save);
+    latest = read_latest(cfg.outputs.save);
   } catch (const std::runtime_error& e) {
-    return "--save " + cfg.save + ": " + e.what() + "; give a new directory";
+    return "--save " + cfg.outputs.save + ": " + e.what() + "; give a new directory";
   }
-  std::vector<int64_t> steps = checkpoint_steps(cfg.save);
+  std::vector<int64_t> steps = checkpoint_steps(cfg.outputs.save);
   for (const auto& e : fs::directory_iterator(dir, ec)) {  // a step that survives only as NAME.old counts too
     const std::string name = e.path().filename().string();
     if (name.size() > 4 && name.substr(name.size() - 4) == ".old" && step_of_dir_name(name) >= 0)
       steps.push_back(step_of_dir_name(name));
   }
   if (steps.empty() && latest.empty()) return "";
-  if (cfg.overwrite) return "";
+  if (cfg.outputs.overwrite) return "";
   std::sort(steps.begin(), steps.end());
   std::string owner;
   try {
-    owner = run_id_in(read_json(fs::path(resolve_step_dir(cfg.save)) / "meta.json"));
+    owner = run_id_in(read_json(fs::path(resolve_step_dir(cfg.outputs.save)) / "meta.json"));
   } catch (const std::exception&) {}
   const int64_t newest = steps.empty() ? 0 : steps.back();
   const bool mine = !owner.empty() && owner == cfg.run_id;
   if (mine && newest <= resume_step) return "";  // this run, continued
   if (mine)
-    return "--save " + cfg.save + " holds checkpoints of this run up to step " + std::to_string(newest) +
+    return "--save " + cfg.outputs.save + " holds checkpoints of this run up to step " + std::to_string(newest) +
            ", after the step this resume starts from (" + std::to_string(resume_step) + "), which it would replace; " +
            kHow;
-  return "--save " + cfg.save + " holds the checkpoints of another run (steps " +
+  return "--save " + cfg.outputs.save + " holds the checkpoints of another run (steps " +
          (steps.empty() ? std::string("?") : std::to_string(steps.front()) + ".." + std::to_string(newest)) + "); " +
          kHow;
 }
@@ -165,16 +165,19 @@ std::string RunDirs::claim(const TrainConfig& cfg, int64_t resume_step, const st
   for (const std::string& in : inputs) {
     if (in.empty()) continue;
     for (const std::string& f : kRunOutputFiles)
-      if (!cfg.out.empty() && same_file(in, fs::path(cfg.out) / f))
-        return "'" + in + "' is an input of this run and --out " + cfg.out + " would replace it; give another --out";
-    if (!cfg.save.empty() && inside(in, cfg.save))
-      return "'" + in + "' is an input of this run inside --save " + cfg.save +
+      if (!cfg.outputs.out.empty() && same_file(in, fs::path(cfg.outputs.out) / f))
+        return "'" + in + "' is an input of this run and --out " + cfg.outputs.out +
+               " would replace it; give another --out";
+    if (!cfg.outputs.save.empty() && inside(in, cfg.outputs.save))
+      return "'" + in + "' is an input of this run inside --save " + cfg.outputs.save +
              ", whose checkpoints the run replaces and prunes; keep inputs elsewhere";
   }
-  if (!cfg.out.empty() && !cfg.save.empty() && !same_file(cfg.out, cfg.save) && inside(cfg.out, cfg.save))
-    return "--out " + cfg.out + " is inside --save " + cfg.save + ", which holds only checkpoints; give another --out";
-  const std::pair<const std::string*, std::string (*)(const TrainConfig&, int64_t)> dirs[] = {{&cfg.out, check_out},
-                                                                                              {&cfg.save, check_save}};
+  if (!cfg.outputs.out.empty() && !cfg.outputs.save.empty() && !same_file(cfg.outputs.out, cfg.outputs.save) &&
+      inside(cfg.outputs.out, cfg.outputs.save))
+    return "--out " + cfg.outputs.out + " is inside --save " + cfg.outputs.save +
+           ", which holds only checkpoints; give another --out";
+  const std::pair<const std::string*, std::string (*)(const TrainConfig&, int64_t)> dirs[] = {
+      {&cfg.outputs.out, check_out}, {&cfg.outputs.save, check_save}};
   // Checked before anything is created (a refused run leaves no trace), then locked, then checked again
   // under the lock (another run may have written in between). A directory this claim created is removed
   // again if the claim fails.
@@ -193,7 +196,7 @@ std::string RunDirs::claim(const TrainConfig& cfg, int64_t resume_step, const st
   };
   for (const auto& [dir, check] : dirs) {
     if (dir->empty()) continue;
-    if (!(dir == &cfg.save && same_file(cfg.save, cfg.out))) {  // one lock per directory
+    if (!(dir == &cfg.outputs.save && same_file(cfg.outputs.save, cfg.outputs.out))) {  // one lock per directory
       std::error_code ec;
       for (fs::path p = fs::absolute(*dir); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) created.push_back(p);
       locks_.emplace_back();

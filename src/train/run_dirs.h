@@ -30,7 +30,7 @@ std::string checkpoint_run_id(const std::string& dir_or_step);
 
 class RunDirs {
  public:
-  // Checks and locks cfg.out and cfg.save for the run cfg.run_id resuming after resume_step (0: fresh);
+  // Checks and locks cfg.outputs.out and cfg.outputs.save for the run cfg.run_id resuming after resume_step (0: fresh);
   // `inputs` are the files the run reads (data, config file). "" when claimed, else one sentence.
   // Only the rank that writes (world rank 0) claims.
   std::string claim(const TrainConfig& cfg, int64_t resume_step, const std::vector<std::string>& inputs);

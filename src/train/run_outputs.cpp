@@ -20,14 +20,15 @@ RunOutputs::RunOutputs(const TrainConfig& cfg, int64_t resume_step, double token
       ledgers_(ledgers),
       save_(std::move(save_checkpoint)),
       root_(world.rank() == 0),
-      progress_(root_ ? cfg.progress : "none", static_cast<int>(resume_step), cfg.steps, tokens_per_step) {}
+      progress_(root_ ? cfg.run.progress : ProgressMode::none, static_cast<int>(resume_step), cfg.run.steps,
+                tokens_per_step) {}
 
 void RunOutputs::begin(const std::string& header) {
   if (!root_) return;
   std::printf("%s\n", header.c_str());
-  if (cfg_.out.empty()) return;
+  if (cfg_.outputs.out.empty()) return;
   // The directory was claimed (train/run_dirs.h): its loss.csv continues only if it is this run's own.
-  const std::string previous = cfg_.out + "/config.json";
+  const std::string previous = cfg_.outputs.out + "/config.json";
   const nlohmann::json before = input_file_problem(previous).empty()
                                     ? nlohmann::json::parse(read_file(previous, size_t(16) << 20), nullptr, false)
                                     : nlohmann::json();
@@ -36,13 +37,13 @@ void RunOutputs::begin(const std::string& header) {
   // --overwrite, or this run's earlier part, maybe on another layout) would no longer match it: removed if
   // shardlab wrote it, left alone if somebody else did (io/owned_files.h; the claim refused the run if it
   // writes one of them itself).
-  for (const char* f : {"/trace.json", "/schedule.svg"}) remove_owned_file(cfg_.out + f);
+  for (const char* f : {"/trace.json", "/schedule.svg"}) remove_owned_file(cfg_.outputs.out + f);
   nlohmann::json config = cfg_.to_json();
   config["run_id"] = cfg_.run_id;
-  write_owned_file(cfg_.out + "/config.json", config.dump(2) + "\n");
-  write_owned_file(cfg_.out + "/config.toml", cfg_.to_toml());
-  log_ =
-      std::make_unique<LossLog>(cfg_.out + "/loss.csv", cfg_.dtype == "f64", own ? static_cast<int>(resume_step_) : 0);
+  write_owned_file(cfg_.outputs.out + "/config.json", config.dump(2) + "\n");
+  write_owned_file(cfg_.outputs.out + "/config.toml", cfg_.to_toml());
+  log_ = std::make_unique<LossLog>(cfg_.outputs.out + "/loss.csv", cfg_.recipe.f64(),
+                                   own ? static_cast<int>(resume_step_) : 0);
 }
 
 void RunOutputs::step_done(const StepStats& s) {
@@ -50,13 +51,13 @@ void RunOutputs::step_done(const StepStats& s) {
   progress_.step(s.step, s.loss, s.val_loss);
   last_loss_ = s.loss;
   if (s.val_loss) last_val_ = s.val_loss;
-  const bool due = (cfg_.save_every > 0 && s.step % cfg_.save_every == 0) || s.step == cfg_.steps;
-  if (cfg_.save.empty() || !due) return;
+  const bool due = (cfg_.outputs.save_every > 0 && s.step % cfg_.outputs.save_every == 0) || s.step == cfg_.run.steps;
+  if (cfg_.outputs.save.empty() || !due) return;
   save_(s.step);
-  if (root_) prune_checkpoints(cfg_.save, cfg_.keep_last);
-  if (root_ && cfg_.progress != "none" && cfg_.save_every > 0 && s.step != cfg_.steps) {
+  if (root_) prune_checkpoints(cfg_.outputs.save, cfg_.outputs.keep_last);
+  if (root_ && cfg_.run.progress != ProgressMode::none && cfg_.outputs.save_every > 0 && s.step != cfg_.run.steps) {
     progress_.finish();
-    std::printf("saved %s/%s\n", cfg_.save.c_str(), step_dir_name(s.step).c_str());
+    std::printf("saved %s/%s\n", cfg_.outputs.save.c_str(), step_dir_name(s.step).c_str());
   }
 }
 
@@ -65,25 +66,25 @@ void RunOutputs::abandon() { progress_.finish(); }
 void RunOutputs::finish(const RunLayout& layout, size_t params) {
   progress_.finish();
   nlohmann::json ledger;
-  if (!cfg_.out.empty()) {
-    if (root_) write_owned_file(cfg_.out + "/loss.svg", plot_runs({cfg_.out}, "loss"));
+  if (!cfg_.outputs.out.empty()) {
+    if (root_) write_owned_file(cfg_.outputs.out + "/loss.svg", plot_runs({cfg_.outputs.out}, "loss"));
     std::vector<SchedulePanel> schedule;
-    ledger = write_ledger_file(cfg_.out + "/ledger.json", cfg_, params, layout, ledgers_.memory, ledgers_.comm,
+    ledger = write_ledger_file(cfg_.outputs.out + "/ledger.json", cfg_, params, layout, ledgers_.memory, ledgers_.comm,
                                ledgers_.comm_eval, ledgers_.comm_checkpoint, world_, &schedule);
     if (root_ && !schedule.empty())
-      write_owned_file(cfg_.out + "/schedule.svg", schedule_svg(schedule, cfg_.virtual_stages));
-    if (ledgers_.trace.enabled()) write_trace_file(cfg_.out + "/trace.json", ledgers_.trace, world_);
+      write_owned_file(cfg_.outputs.out + "/schedule.svg", schedule_svg(schedule, cfg_.layout.virtual_stages));
+    if (ledgers_.trace.enabled()) write_trace_file(cfg_.outputs.out + "/trace.json", ledgers_.trace, world_);
   }
   if (!root_) return;
   print_summary(cfg_, params, layout, ledgers_.memory, ledgers_.comm, progress_, last_loss_, last_val_, ledger);
-  if (!cfg_.out.empty()) {
+  if (!cfg_.outputs.out.empty()) {
     const std::string trace =
-        ledgers_.trace.enabled() ? " and " + cfg_.out + "/trace.json (open in ui.perfetto.dev)" : "";
-    std::printf("wrote %s/loss.csv, loss.svg, config.toml%s and ledger.json%s\n", cfg_.out.c_str(),
+        ledgers_.trace.enabled() ? " and " + cfg_.outputs.out + "/trace.json (open in ui.perfetto.dev)" : "";
+    std::printf("wrote %s/loss.csv, loss.svg, config.toml%s and ledger.json%s\n", cfg_.outputs.out.c_str(),
                 ledger.contains("pipeline") ? ", schedule.svg" : "", trace.c_str());
   }
-  if (!cfg_.save.empty())
-    std::printf("checkpoint %s/latest -> %s\n", cfg_.save.c_str(), step_dir_name(cfg_.steps).c_str());
+  if (!cfg_.outputs.save.empty())
+    std::printf("checkpoint %s/latest -> %s\n", cfg_.outputs.save.c_str(), step_dir_name(cfg_.run.steps).c_str());
 }
 
 }  // namespace shardlab

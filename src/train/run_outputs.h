@@ -17,7 +17,7 @@
 #include "core/ledger.h"
 #include "io/loss_log.h"
 #include "report/progress.h"
-#include "report/run_report.h"
+#include "train/run_report.h"
 #include "train/train_config.h"
 
 namespace shardlab {
@@ -40,7 +40,7 @@ struct StepStats {
 
 class RunOutputs {
  public:
-  // save_checkpoint(step) saves the run's states (collective) into cfg.save.
+  // save_checkpoint(step) saves the run's states (collective) into cfg.outputs.save.
   RunOutputs(const TrainConfig& cfg, int64_t resume_step, double tokens_per_step, Communicator& world,
              RunLedgers& ledgers, std::function<void(int64_t)> save_checkpoint);
   // Prints the run's header (rank 0), writes the config files and opens loss.csv.

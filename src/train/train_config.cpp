@@ -27,15 +27,15 @@ void model_flags(Flags& f, TrainConfig& c) {
 
 void precision_flags(Flags& f, TrainConfig& c) {
   f.group("Precision");
-  f.choice("--dtype", c.dtype, {"f32", "f64"}, "compute type");
-  f.choice("--mixed", c.mixed, {"none", "bf16"}, "bf16: bf16 params and grads, fp32 optimizer states");
-  f.choice("--grad-accum-dtype", c.grad_accum_dtype, {"bf16", "fp32"}, "gradient storage with --mixed bf16");
-  f.choice("--master", c.master, {"fp32", "none"}, "fp32 master weights with --mixed bf16");
+  f.choice("--dtype", c.recipe.dtype, kDtypeWords, "compute type");
+  f.choice("--mixed", c.recipe.mixed, kMixedWords, "bf16: bf16 params and grads, fp32 optimizer states");
+  f.choice("--grad-accum-dtype", c.recipe.grad_accum, kGradAccumWords, "gradient storage with --mixed bf16");
+  f.choice("--master", c.recipe.master, kMasterWords, "fp32 master weights with --mixed bf16");
   f.group("Activations");
-  f.choice("--attention", c.attention, {"naive", "flash"},
+  f.choice("--attention", c.attention, kAttentionWords,
            "attention kernel: naive keeps the s×s probabilities, flash only a log-sum-exp (flash's curve agrees "
            "with naive's within the tolerance, not bit for bit: its softmax adds in another order)");
-  f.choice("--recompute", c.recompute, {"none", "selective", "full"},
+  f.choice("--recompute", c.recompute, kRecomputeWords,
            "recompute in backward: selective the attention probabilities, full each block's forward");
 }
 
@@ -47,9 +47,9 @@ void add_bench_flags(Flags& f, TrainConfig& c) {
   f.add("--micro-batch", c.micro_batch, "samples per forward/backward");
   precision_flags(f, c);
   f.group("Run");
-  f.add("--seed", c.seed, "random seed: weights and tokens");
-  f.add("--steps", c.steps, "timed steps (after one warm-up step)");
-  f.flag("--force-memory", c.force_memory, "start even when the memory estimate exceeds what the machine has");
+  f.add("--seed", c.run.seed, "random seed: weights and tokens");
+  f.add("--steps", c.run.steps, "timed steps (after one warm-up step)");
+  f.flag("--force-memory", c.outputs.force_memory, "start even when the memory estimate exceeds what the machine has");
 }
 
 void add_train_flags(Flags& f, TrainConfig& c) {
@@ -58,54 +58,54 @@ void add_train_flags(Flags& f, TrainConfig& c) {
   f.add("--micro-batch", c.micro_batch, "samples per forward/backward");
   f.add("--global-batch", c.global_batch, "samples per optimizer step (a multiple of micro-batch × dp)");
   f.group("Optimizer");
-  f.choice("--optimizer", c.optimizer, {"adamw", "sgd"}, "optimizer");
-  f.add("--lr", c.lr, "peak learning rate");
-  f.choice("--lr-schedule", c.lr_schedule, {"constant", "cosine"}, "learning-rate schedule after warmup");
-  f.add("--warmup", c.warmup, "linear warmup steps");
-  f.add("--min-lr-ratio", c.min_lr_ratio, "cosine floor as a fraction of --lr");
-  f.add("--weight-decay", c.weight_decay, "decoupled weight decay on matrices and embeddings");
-  f.add("--beta1", c.beta1, "AdamW beta1");
-  f.add("--beta2", c.beta2, "AdamW beta2");
-  f.add("--eps", c.eps, "AdamW epsilon");
-  f.add("--momentum", c.momentum, "SGD momentum; 0 keeps no state");
-  f.add("--clip", c.clip, "clip the global gradient norm to this; 0 = off");
+  f.choice("--optimizer", c.recipe.optimizer, kTrainedOptimizerWords, "optimizer");
+  f.add("--lr", c.optimizer.lr, "peak learning rate");
+  f.choice("--lr-schedule", c.optimizer.schedule, kLrScheduleWords, "learning-rate schedule after warmup");
+  f.add("--warmup", c.optimizer.warmup, "linear warmup steps");
+  f.add("--min-lr-ratio", c.optimizer.min_lr_ratio, "cosine floor as a fraction of --lr");
+  f.add("--weight-decay", c.optimizer.weight_decay, "decoupled weight decay on matrices and embeddings");
+  f.add("--beta1", c.optimizer.beta1, "AdamW beta1");
+  f.add("--beta2", c.optimizer.beta2, "AdamW beta2");
+  f.add("--eps", c.optimizer.eps, "AdamW epsilon");
+  f.add("--momentum", c.recipe.momentum, "SGD momentum; 0 keeps no state");
+  f.add("--clip", c.optimizer.clip, "clip the global gradient norm to this; 0 = off");
   precision_flags(f, c);
   f.group("Layout");
-  f.add("--dp", c.dp, "data-parallel ranks (0: what the other axes leave of the world)");
-  f.add("--tp", c.tp, "tensor-parallel ranks: each holds heads/t heads and 4·hidden/t of the MLP");
-  f.flag("--sequence-parallel", c.sequence_parallel,
+  f.add("--dp", c.layout.dp, "data-parallel ranks (0: what the other axes leave of the world)");
+  f.add("--tp", c.layout.tp, "tensor-parallel ranks: each holds heads/t heads and 4·hidden/t of the MLP");
+  f.flag("--sequence-parallel", c.layout.sequence_parallel,
          "with --tp > 1: split LayerNorm, dropout and residual activations along the sequence too");
-  f.add("--pp", c.pp, "pipeline stages: consecutive layers per stage, embedding on the first, head on the last");
-  f.add("--pp-layers", c.pp_layers, "layers per stage, e.g. 3,5 (default: balanced)", "LIST");
-  f.choice("--schedule", c.schedule, {"gpipe", "1f1b", "interleaved"}, "pipeline schedule");
-  f.add("--virtual-stages", c.virtual_stages, "model chunks per stage (--schedule interleaved)");
-  f.add("--zero", c.zero, "ZeRO stage 0 | 1 | 2 | 3");
-  f.choice("--fsdp", c.fsdp, {"none", "full", "grad_op", "no_shard", "hybrid"}, "FSDP strategy (instead of --zero)");
-  f.add("--bucket-mb", c.bucket_mb, "DP gradient bucket size in MB");
-  f.choice("--overlap", c.overlap, {"on", "off"}, "sync gradients during backward");
-  f.choice("--prefetch", c.prefetch, {"on", "off"}, "ZeRO-3 gathers the next unit while this one computes");
-  f.choice("--comm", c.comm, {"ring", "mpi"}, "hand-written rings or MPI's built-in collectives");
-  f.add("--ranks-per-node", c.ranks_per_node, "simulate nodes of K consecutive ranks (0: real nodes)");
-  f.add("--comm-timeout", c.comm_timeout,
+  f.add("--pp", c.layout.pp, "pipeline stages: consecutive layers per stage, embedding on the first, head on the last");
+  f.add("--pp-layers", c.layout.pp_layers, "layers per stage, e.g. 3,5 (default: balanced)", "LIST");
+  f.choice("--schedule", c.layout.schedule, kScheduleWords, "pipeline schedule");
+  f.add("--virtual-stages", c.layout.virtual_stages, "model chunks per stage (--schedule interleaved)");
+  f.add("--zero", c.layout.zero, "ZeRO stage 0 | 1 | 2 | 3");
+  f.choice("--fsdp", c.layout.fsdp, kFsdpWords, "FSDP strategy (instead of --zero)");
+  f.add("--bucket-mb", c.layout.bucket_mb, "DP gradient bucket size in MB");
+  f.choice("--overlap", c.layout.overlap, kOnOffWords, "sync gradients during backward");
+  f.choice("--prefetch", c.layout.prefetch, kOnOffWords, "ZeRO-3 gathers the next unit while this one computes");
+  f.choice("--comm", c.layout.comm, kCommImplWords, "hand-written rings or MPI's built-in collectives");
+  f.add("--ranks-per-node", c.layout.ranks_per_node, "simulate nodes of K consecutive ranks (0: real nodes)");
+  f.add("--comm-timeout", c.run.comm_timeout,
         "seconds a rank waits for a peer before the job ends naming the rank that never arrived (0: never; "
         "default: $SHARDLAB_COMM_TIMEOUT, else 120)");
   f.group("Run");
-  f.add("--seed", c.seed, "random seed: weights, batches and dropout");
-  f.add("--steps", c.steps, "total optimizer steps");
-  f.add("--data", c.data, "training text file (bytes are tokens)", "FILE");
-  f.add("--eval-every", c.eval_every, "validation loss every N steps (0: only at the end)");
-  f.add("--eval-windows", c.eval_windows, "validation windows per evaluation");
-  f.choice("--progress", c.progress, {"auto", "bar", "lines", "none"}, "progress display (auto: a bar on a terminal)");
-  f.flag("--force-memory", c.force_memory, "start even when the memory estimate exceeds what the machine has");
+  f.add("--seed", c.run.seed, "random seed: weights, batches and dropout");
+  f.add("--steps", c.run.steps, "total optimizer steps");
+  f.add("--data", c.run.data, "training text file (bytes are tokens)", "FILE");
+  f.add("--eval-every", c.run.eval_every, "validation loss every N steps (0: only at the end)");
+  f.add("--eval-windows", c.run.eval_windows, "validation windows per evaluation");
+  f.choice("--progress", c.run.progress, kProgressWords, "progress display (auto: a bar on a terminal)");
+  f.flag("--force-memory", c.outputs.force_memory, "start even when the memory estimate exceeds what the machine has");
   f.group("Outputs");
-  f.add("--out", c.out, "write loss.csv, loss.svg, ledger.json and the config into DIR", "DIR");
-  f.add("--save", c.save, "write checkpoints into DIR", "DIR");
-  f.add("--save-every", c.save_every, "checkpoint every N steps (0: at the end only)");
-  f.add("--resume", c.resume, "continue from a checkpoint (DIR/latest or a step directory)", "DIR");
-  f.add("--keep-last", c.keep_last, "keep only the newest K checkpoints in --save (0: keep all)");
-  f.flag("--overwrite", c.overwrite,
+  f.add("--out", c.outputs.out, "write loss.csv, loss.svg, ledger.json and the config into DIR", "DIR");
+  f.add("--save", c.outputs.save, "write checkpoints into DIR", "DIR");
+  f.add("--save-every", c.outputs.save_every, "checkpoint every N steps (0: at the end only)");
+  f.add("--resume", c.outputs.resume, "continue from a checkpoint (DIR/latest or a step directory)", "DIR");
+  f.add("--keep-last", c.outputs.keep_last, "keep only the newest K checkpoints in --save (0: keep all)");
+  f.flag("--overwrite", c.outputs.overwrite,
          "replace the files of another run in --out and --save (never files shardlab did not write)");
-  f.choice("--trace", c.trace, {"on", "off"}, "write DIR/trace.json, a per-rank timeline (needs --out)");
+  f.choice("--trace", c.outputs.trace, kOnOffWords, "write DIR/trace.json, a per-rank timeline (needs --out)");
   f.config_file("--config", "read flags from a TOML file (a run's DIR/config.toml); flags given here override it");
 }
 
@@ -123,37 +123,41 @@ std::string validate_train_config(const TrainConfig& c) {
   if (c.global_batch % c.micro_batch != 0)
     return "--global-batch " + std::to_string(c.global_batch) + " is not a multiple of --micro-batch " +
            std::to_string(c.micro_batch);
-  if (c.steps <= 0) return "--steps must be positive";
-  if (!(c.lr > 0)) return "--lr must be positive";
-  if (c.warmup < 0 || c.eval_every < 0 || c.eval_windows < 0 || c.save_every < 0 || c.keep_last < 0)
+  if (c.run.steps <= 0) return "--steps must be positive";
+  if (!(c.optimizer.lr > 0)) return "--lr must be positive";
+  if (c.optimizer.warmup < 0 || c.run.eval_every < 0 || c.run.eval_windows < 0 || c.outputs.save_every < 0 ||
+      c.outputs.keep_last < 0)
     return "--warmup, --eval-every, --eval-windows, --save-every and --keep-last must not be negative";
-  if (!(c.comm_timeout == 0 || c.comm_timeout >= 1))
+  if (!(c.run.comm_timeout == 0 || c.run.comm_timeout >= 1))
     return "--comm-timeout must be 0 (wait for ever) or at least 1 second (a shorter one would end healthy jobs)";
-  if (c.clip < 0 || c.weight_decay < 0 || c.eps <= 0) return "--clip and --weight-decay must be ≥ 0 and --eps > 0";
-  if (c.beta1 < 0 || c.beta1 >= 1 || c.beta2 < 0 || c.beta2 >= 1) return "--beta1 and --beta2 must be in [0, 1)";
-  if (c.momentum < 0 || c.momentum >= 1) return "--momentum must be in [0, 1)";
-  if (c.min_lr_ratio < 0 || c.min_lr_ratio > 1) return "--min-lr-ratio must be in [0, 1]";
-  if (c.mixed == "bf16" && c.dtype != "f32") return "--mixed bf16 computes in f32; drop --dtype f64";
-  if (c.mixed == "none" && (c.grad_accum_dtype != "bf16" || c.master != "fp32"))
+  const OptimizerSettings& o = c.optimizer;
+  if (o.clip < 0 || o.weight_decay < 0 || o.eps <= 0) return "--clip and --weight-decay must be ≥ 0 and --eps > 0";
+  if (o.beta1 < 0 || o.beta1 >= 1 || o.beta2 < 0 || o.beta2 >= 1) return "--beta1 and --beta2 must be in [0, 1)";
+  if (c.recipe.momentum < 0 || c.recipe.momentum >= 1) return "--momentum must be in [0, 1)";
+  if (o.min_lr_ratio < 0 || o.min_lr_ratio > 1) return "--min-lr-ratio must be in [0, 1]";
+  if (c.recipe.bf16() && c.recipe.dtype != Dtype::f32) return "--mixed bf16 computes in f32; drop --dtype f64";
+  if (!c.recipe.bf16() && (c.recipe.grad_accum != GradAccum::bf16 || c.recipe.master != Master::fp32))
     return "--grad-accum-dtype and --master only apply with --mixed bf16";
-  if (c.zero < 0 || c.zero > 3) return "--zero must be 0, 1, 2 or 3";
-  if (c.zero != 0 && c.fsdp != "none")
+  const ParallelLayout& l = c.layout;
+  if (l.zero < 0 || l.zero > 3) return "--zero must be 0, 1, 2 or 3";
+  if (l.zero != 0 && l.fsdp)
     return "--zero and --fsdp name the same thing; give one (fsdp full = zero 3, grad_op = zero 2, no_shard = zero 0)";
-  if (c.dp < 0 || c.ranks_per_node < 0) return "--dp and --ranks-per-node must not be negative";
+  if (l.dp < 0 || l.ranks_per_node < 0) return "--dp and --ranks-per-node must not be negative";
   if (std::string why = c.slice(0).validate(c.model); !why.empty()) return why;
-  if (std::string why = pipeline_problem(c.model.layers, c.pp, c.virtual_stages, c.schedule, c.pp_layers); !why.empty())
+  if (std::string why = pipeline_problem(c.model.layers, l.pp, l.virtual_stages, l.schedule, l.pp_layers); !why.empty())
     return why;
-  if (!(c.bucket_mb > 0)) return "--bucket-mb must be positive";
-  if (c.trace == "on" && c.out.empty()) return "--trace on writes DIR/trace.json: give --out DIR";
-  for (const std::string* dir : {&c.out, &c.save})
+  if (!(l.bucket_mb > 0)) return "--bucket-mb must be positive";
+  if (c.outputs.trace && c.outputs.out.empty()) return "--trace on writes DIR/trace.json: give --out DIR";
+  for (const std::string* dir : {&c.outputs.out, &c.outputs.save})
     if (!dir->empty() && std::filesystem::exists(*dir) && !std::filesystem::is_directory(*dir))
       return "'" + *dir + "' exists and is not a directory (--out and --save name directories)";
   return "";
 }
 
 std::string validate_world(const TrainConfig& cfg, int world) {
-  const int tp = cfg.tp, pp = cfg.pp, others = tp * pp;
-  if (!cfg.dp && world % others != 0) {
+  const ParallelLayout& l = cfg.layout;
+  const int tp = l.tp, pp = l.pp, others = tp * pp;
+  if (!l.dp && world % others != 0) {
     const std::string axes =
         pp == 1   ? "--tp " + std::to_string(tp)
         : tp == 1 ? "--pp " + std::to_string(pp)
@@ -161,7 +165,7 @@ std::string validate_world(const TrainConfig& cfg, int world) {
     return axes + " does not divide the world of " + ranks(world) + " (mpirun -np a multiple of " +
            std::to_string(others) + ")";
   }
-  const int dp = cfg.dp ? cfg.dp : world / others;
+  const int dp = l.dp_size(world);
   if (dp * others != world)
     return "--dp " + std::to_string(dp) + " × tp " + std::to_string(tp) + " × pp " + std::to_string(pp) +
            " × cp 1 × ep 1 = " + std::to_string(dp * others) + ", but the world has " + ranks(world) + " (mpirun -np " +
@@ -170,22 +174,23 @@ std::string validate_world(const TrainConfig& cfg, int world) {
     return "--global-batch " + std::to_string(cfg.global_batch) +
            " is not divisible by dp × micro-batch = " + std::to_string(dp) + " × " + std::to_string(cfg.micro_batch);
   const int m = cfg.global_batch / (dp * cfg.micro_batch);  // micro-batches per step
-  if (cfg.schedule == "interleaved" && m % pp != 0)
+  if (l.schedule == ScheduleKind::interleaved && m % pp != 0)
     return "--schedule interleaved runs micro-batches in groups of pp: " + std::to_string(m) +
            " micro-batches per step (global-batch / (dp × micro-batch)) is not a multiple of --pp " +
            std::to_string(pp);
-  if (int64_t(m) * pp * cfg.virtual_stages > kMaxPipelineSlots)
-    return std::to_string(m) + " micro-batches × " + std::to_string(int64_t(pp) * cfg.virtual_stages) +
+  if (int64_t(m) * pp * l.virtual_stages > kMaxPipelineSlots)
+    return std::to_string(m) + " micro-batches × " + std::to_string(int64_t(pp) * l.virtual_stages) +
            " model chunks: too many pipeline messages to tell apart (m · pp · virtual-stages must be ≤ " +
            std::to_string(kMaxPipelineSlots) + ")";
-  if (tp > 1 && cfg.ranks_per_node > 0 && cfg.ranks_per_node % tp != 0)
-    return "--ranks-per-node " + std::to_string(cfg.ranks_per_node) +
+  if (tp > 1 && l.ranks_per_node > 0 && l.ranks_per_node % tp != 0)
+    return "--ranks-per-node " + std::to_string(l.ranks_per_node) +
            " would split tensor-parallel partners over nodes; " + "it must be a multiple of --tp " +
            std::to_string(tp) + " (tensor parallelism stays inside a node, C19)";
-  if (cfg.fsdp == "hybrid" && pp > 1)
+  const bool hybrid = l.strategy() == Strategy::hybrid;
+  if (hybrid && pp > 1)
     return "--fsdp hybrid shards inside a node, and pipeline stages usually span nodes: use --zero 1, 2 or 3 with --pp";
-  if (cfg.fsdp == "hybrid") {
-    const int k = cfg.ranks_per_node / tp;  // data-parallel ranks per node
+  if (hybrid) {
+    const int k = l.ranks_per_node / tp;  // data-parallel ranks per node
     if (dp < 2) return "--fsdp hybrid needs at least 2 data-parallel ranks (mpirun -np 4 … --ranks-per-node 2)";
     int p = 2;  // smallest factor of dp above 1: the most nodes a valid suggestion can have
     while (dp % p) ++p;
@@ -194,18 +199,10 @@ std::string validate_world(const TrainConfig& cfg, int world) {
              "(e.g. --ranks-per-node " +
              std::to_string(dp / p * tp) + " with " + std::to_string(dp * tp) + " ranks)";
   }
-  if (cfg.ranks_per_node > 0 && world % cfg.ranks_per_node != 0)
-    return "--ranks-per-node " + std::to_string(cfg.ranks_per_node) + " does not divide the world size " +
+  if (l.ranks_per_node > 0 && world % l.ranks_per_node != 0)
+    return "--ranks-per-node " + std::to_string(l.ranks_per_node) + " does not divide the world size " +
            std::to_string(world);
   return "";
-}
-
-ActivationPolicy TrainConfig::activation_policy() const {
-  ActivationPolicy p;
-  p.bf16 = mixed == "bf16";
-  parse_recompute(recompute, &p.recompute);
-  parse_attention_kernel(attention, &p.attention);
-  return p;
 }
 
 nlohmann::json TrainConfig::to_json() const {
@@ -225,20 +222,10 @@ std::string TrainConfig::to_toml() const {
 }
 
 TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
-  std::vector<std::string> args;
-  for (const auto& [key, v] : j.items()) {
-    if (v.is_boolean()) {
-      if (v.get<bool>()) args.push_back("--" + key);
-      continue;
-    }
-    args.push_back("--" + key);
-    args.push_back(v.is_string()         ? v.get<std::string>()
-                   : v.is_number_float() ? exact_number(v.get<double>())
-                                         : v.dump());
-  }
   TrainConfig c;
-  std::string err = parse_train_args(args, c);
-  if (!err.empty()) throw std::runtime_error("bad config in checkpoint: " + err);
+  Flags f("shardlab train", "");
+  add_train_flags(f, c);
+  if (std::string err = f.read_json(j); !err.empty()) throw std::runtime_error("bad config in checkpoint: " + err);
   return c;
 }
 

@@ -12,6 +12,8 @@
 #include "comm/process_grid.h"
 #include "core/blas_kernel.h"
 #include "core/cpu_features.h"
+#include "io/data_identity.h"
+#include "io/whole_checkpoint.h"
 #include "model/model_chunk.h"
 #include "optim/lr_schedule.h"
 #include "parallel/data_parallel.h"
@@ -32,21 +34,23 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
                        const ProcessGrid& grid, Strategy strategy, int accum) {
   std::string h = "training " + std::to_string(layout.total()) + " params on " + data.path() + " (" +
                   std::to_string(data.train_bytes()) + " train / " + std::to_string(data.val_bytes()) +
-                  " validation bytes), " + std::to_string(cfg.steps) + (cfg.steps == 1 ? " step of " : " steps of ") +
-                  std::to_string(cfg.global_batch) + "×" + std::to_string(cfg.model.seq) + " tokens";
+                  " validation bytes), " + std::to_string(cfg.run.steps) +
+                  (cfg.run.steps == 1 ? " step of " : " steps of ") + std::to_string(cfg.global_batch) + "×" +
+                  std::to_string(cfg.model.seq) + " tokens";
   if (resume_step > 0) h += ", resuming after step " + std::to_string(resume_step);
-  if (cfg.tp > 1 || cfg.pp > 1) h += " (params: rank 0's part)";
+  const ParallelLayout& l = cfg.layout;
+  if (l.tp > 1 || l.pp > 1) h += " (params: rank 0's part)";
   const int dp = grid.size(Axis::dp);
   std::string axes = dp > 1
                          ? std::string(strategy_name(strategy)) + " over " + std::to_string(dp) + " data-parallel ranks"
                      : grid.world_size() > 1 ? "one data-parallel rank"
                                              : "one process";
-  if (cfg.tp > 1)
-    axes += ", tensor parallel over " + std::to_string(cfg.tp) +
-            (cfg.sequence_parallel ? " with sequence parallelism" : "");
-  if (cfg.pp > 1)
-    axes += ", " + std::to_string(cfg.pp) + " pipeline stages (" + cfg.schedule +
-            (cfg.virtual_stages > 1 ? ", " + std::to_string(cfg.virtual_stages) + " chunks each" : "") + ")";
+  if (l.tp > 1)
+    axes +=
+        ", tensor parallel over " + std::to_string(l.tp) + (l.sequence_parallel ? " with sequence parallelism" : "");
+  if (l.pp > 1)
+    axes += ", " + std::to_string(l.pp) + " pipeline stages (" + schedule_name(l.schedule) +
+            (l.virtual_stages > 1 ? ", " + std::to_string(l.virtual_stages) + " chunks each" : "") + ")";
   const int W = grid.world_size();
   h += "\nlayout: " + std::to_string(W) + (W > 1 ? " ranks, " : " rank, ") + axes + "; " + std::to_string(accum) +
        (accum > 1 ? " micro-batches of " : " micro-batch of ") + std::to_string(cfg.micro_batch) + " per rank per step";
@@ -56,19 +60,19 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
 
 template <class T>
 int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) {
-  RunLedgers ledgers(cfg.trace == "on");
-  ProcessGrid grid(GridSizes{cfg.dp, cfg.tp, cfg.pp, 1, 1}, cfg.ranks_per_node, &ledgers.comm, &ledgers.trace,
-                   cfg.comm == "mpi" ? CommImpl::mpi : CommImpl::ring);
+  const ParallelLayout& pl = cfg.layout;
+  RunLedgers ledgers(cfg.outputs.trace);
+  ProcessGrid grid(GridSizes{pl.dp, pl.tp, pl.pp, 1, 1}, pl.ranks_per_node, &ledgers.comm, &ledgers.trace, pl.comm);
   const int dp = grid.size(Axis::dp), dp_rank = grid.coord(Axis::dp);  // tp and pp partners: the same samples
   const int stage = grid.coord(Axis::pp);
   const ModelSlice slice = cfg.slice(grid.coord(Axis::tp));
-  const PipelinePartition part = partition_layers(cfg.model.layers, cfg.pp, cfg.virtual_stages, cfg.pp_layers);
+  const PipelinePartition part = partition_layers(cfg.model.layers, pl.pp, pl.virtual_stages, pl.pp_layers);
   // This rank's part of the model: its stage's units, its tp slice of each (all of it on one process).
   ParamLayout layout(cfg.model, slice, part.held_units(stage));
-  DataParallel<T> engine(cfg, layout, grid, ledgers.memory, ledgers.trace);
+  DataParallel<T> engine(pl, cfg.recipe, cfg.optimizer, layout, grid, ledgers.memory, ledgers.trace);
   std::unique_ptr<TensorParallelRegions<T>> regions;  // the blocks' tp seams (identity when tp = 1)
-  if (cfg.tp > 1)
-    regions = std::make_unique<TensorParallelRegions<T>>(grid.comm(Axis::tp), cfg.sequence_parallel,
+  if (pl.tp > 1)
+    regions = std::make_unique<TensorParallelRegions<T>>(grid.comm(Axis::tp), pl.sequence_parallel,
                                                          size_t(cfg.micro_batch) * cfg.model.seq, cfg.model.hidden,
                                                          ledgers.memory);
   std::vector<std::unique_ptr<ModelChunk<T>>> chunks;
@@ -80,20 +84,22 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
                                                      c ? chunks[0]->workspace() : nullptr));
     chunk_ptrs.push_back(chunks.back().get());
   }
-  PipelineStage<T> pipeline(part, stage, chunk_ptrs, cfg.pp > 1 ? &grid.comm(Axis::pp) : nullptr, ledgers.memory);
-  if (!cfg.resume.empty()) engine.load_checkpoint(cfg.resume);  // also a checkpoint of step 0
+  PipelineStage<T> pipeline(part, stage, chunk_ptrs, pl.pp > 1 ? &grid.comm(Axis::pp) : nullptr, ledgers.memory);
+  if (cfg.outputs.resume.empty())
+    engine.states().init_weights(cfg.model, cfg.run.seed);
+  else
+    load_whole_checkpoint(engine, cfg.outputs.resume);  // also a checkpoint of step 0
 
   const int B = cfg.micro_batch, Tn = cfg.model.seq;
   const int per_rank = cfg.global_batch / dp, accum = per_rank / B;
   const double tokens_per_step = double(cfg.global_batch) * Tn;
   const T loss_scale = T(1.0 / tokens_per_step);  // the one loss normalisation: mean over the GLOBAL batch
-  ScheduleKind kind = ScheduleKind::one_f_one_b;
-  parse_schedule(cfg.schedule, &kind);
-  const std::vector<StageActions> schedule = make_schedule(kind, cfg.pp, accum, cfg.virtual_stages);
+  const std::vector<StageActions> schedule = make_schedule(pl.schedule, pl.pp, accum, pl.virtual_stages);
 
+  const RunRecord record{cfg.to_json(), cfg.run_id, identify_data(cfg.run.data), cfg.run.seed};  // for meta.json
   RunOutputs outputs(cfg, resume_step, tokens_per_step, grid.world(), ledgers, [&](int64_t step) {
     engine.set_comm_ledger(&ledgers.comm_checkpoint);  // gathering shards to save is not a step's traffic
-    engine.save_checkpoint(cfg.save, step);
+    save_whole_checkpoint(engine, cfg.model, pl, record, cfg.outputs.save, step);
     engine.set_comm_ledger(&ledgers.comm);
   });
   outputs.begin(run_header(cfg, layout, data, resume_step, grid, engine.strategy(), accum));
@@ -101,7 +107,7 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
   ledgers.trace.restart();
 
   std::vector<MeasuredSlot> last_slots;
-  for (int step = static_cast<int>(resume_step) + 1; step <= cfg.steps; ++step) {
+  for (int step = static_cast<int>(resume_step) + 1; step <= cfg.run.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     Trace::Span step_span(ledgers.trace, "step " + std::to_string(step), "step", 2);
     engine.begin_step();
@@ -110,11 +116,11 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
       const uint64_t first = static_cast<uint64_t>(dp_rank) * per_rank + static_cast<uint64_t>(k) * B;
       inputs.resize(size_t(B) * Tn);
       targets.resize(inputs.size());
-      data.train_batch(cfg.seed, step, first, B, inputs.data(), targets.data());
-      return MicroBatch{k, B, inputs.data(), targets.data(), {cfg.seed, uint64_t(step), first}};
+      data.train_batch(cfg.run.seed, step, first, B, inputs.data(), targets.data());
+      return MicroBatch{k, B, inputs.data(), targets.data(), {cfg.run.seed, uint64_t(step), first}};
     };
     const double local_loss = pipeline.run(schedule[stage], engine, accum, loss_scale, micro_batch, true);
-    if (step == cfg.steps) last_slots = pipeline.measured();  // the last step's timeline (for the picture)
+    if (step == cfg.run.steps) last_slots = pipeline.measured();  // the last step's timeline (for the picture)
     engine.finish_gradients();
     const double loss = engine.sum_over_ranks(local_loss) / tokens_per_step;
     if (!std::isfinite(loss)) {
@@ -130,26 +136,29 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
       return 1;
     }
     const double gnorm = engine.grad_norm();
-    const double grad_scale = (cfg.clip > 0 && gnorm > cfg.clip) ? cfg.clip / gnorm : 1.0;
-    const double lr = learning_rate(step, cfg.steps, cfg.lr, cfg.warmup, cfg.lr_schedule == "cosine", cfg.min_lr_ratio);
+    const OptimizerSettings& o = cfg.optimizer;
+    const double grad_scale = (o.clip > 0 && gnorm > o.clip) ? o.clip / gnorm : 1.0;
+    const double lr =
+        learning_rate(step, cfg.run.steps, o.lr, o.warmup, o.schedule == LrSchedule::cosine, o.min_lr_ratio);
     engine.optimizer_step(step, lr, grad_scale);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 
     std::optional<double> val;
-    if (cfg.eval_windows > 0 && ((cfg.eval_every > 0 && step % cfg.eval_every == 0) || step == cfg.steps)) {
+    if (cfg.run.eval_windows > 0 &&
+        ((cfg.run.eval_every > 0 && step % cfg.run.eval_every == 0) || step == cfg.run.steps)) {
       engine.set_comm_ledger(&ledgers.comm_eval);  // evaluation's gathers (ZeRO-3) are not training's traffic
       ledgers.memory.pause_items(true);            // nor are its activations training's items
-      val = evaluate_pipeline(pipeline, engine, part, cfg.micro_batch, data, cfg.eval_windows);
+      val = evaluate_pipeline(pipeline, engine, part, cfg.micro_batch, data, cfg.run.eval_windows);
       ledgers.memory.pause_items(false);
       engine.set_comm_ledger(&ledgers.comm);
     }
     outputs.step_done({step, loss, gnorm, lr, ms, val});
   }
-  RunLayout done{engine.strategy(), dp,     cfg.ranks_per_node,
-                 engine.shards(),   accum,  cfg.steps - static_cast<int>(resume_step),
+  RunLayout done{engine.strategy(), dp,     pl.ranks_per_node,
+                 engine.shards(),   accum,  cfg.run.steps - static_cast<int>(resume_step),
                  nullptr,           nullptr};
-  if (cfg.pp > 1) {  // the last step, measured, beside the schedule (one rank speaks for each stage)
-    done.pipeline = pipeline_run_json(cfg.schedule, cfg.pp, accum, cfg.virtual_stages, cfg.steps);
+  if (pl.pp > 1) {  // the last step, measured, beside the schedule (one rank speaks for each stage)
+    done.pipeline = pipeline_run_json(pl.schedule, pl.pp, accum, pl.virtual_stages, cfg.run.steps);
     done.pipeline_rank = pipeline_rank_json(stage, grid.coord(Axis::dp) == 0 && grid.coord(Axis::tp) == 0, last_slots);
   }
   outputs.finish(done, layout.total());
@@ -159,7 +168,7 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
 }  // namespace
 
 int train(const TrainConfig& cfg, int64_t resume_step, const TextData& data) {
-  if (cfg.dtype == "f64") return train_on<double>(cfg, resume_step, data);
+  if (cfg.recipe.f64()) return train_on<double>(cfg, resume_step, data);
   return train_on<float>(cfg, resume_step, data);
 }
 

@@ -30,8 +30,9 @@
 #include "model/param_layout.h"
 #include "optim/model_states.h"
 #include "parallel/data_parallel.h"
-#include "plan/model_states.h"
 #include "plan/sharding.h"
+#include "plan/state_bytes.h"
+#include "train/train_config.h"
 
 using namespace shardlab;
 using namespace shardlab::test;
@@ -60,9 +61,9 @@ TrainConfig tiny_config(int global_batch, bool unaligned = false) {
   cfg.model.dropout = 0.1;
   cfg.micro_batch = 1;
   cfg.global_batch = global_batch;
-  cfg.dtype = "f64";
-  cfg.seed = kSeed;
-  cfg.bucket_mb = 0.05;  // 6250 doubles: DP/ZeRO-1 sync in several buckets during backward
+  cfg.recipe.dtype = Dtype::f64;
+  cfg.run.seed = kSeed;
+  cfg.layout.bucket_mb = 0.05;  // 6250 doubles: DP/ZeRO-1 sync in several buckets during backward
   return cfg;
 }
 
@@ -124,16 +125,17 @@ std::vector<double> copy_store(FlatStore<double>& s) {
 // One step as src/train/trainer.cpp drives it: rank r of the dp group takes global sample r.
 StepResult run_step(const TrainConfig& base, const Variant& v, int ranks_per_node, const Batch& batch) {
   TrainConfig cfg = base;
-  cfg.zero = v.zero;
-  cfg.fsdp = v.fsdp;
-  cfg.overlap = v.overlap;
-  cfg.prefetch = v.prefetch;
-  cfg.ranks_per_node = ranks_per_node;
+  cfg.layout.zero = v.zero;
+  REQUIRE(read_word(kFsdpWords, v.fsdp, &cfg.layout.fsdp));
+  cfg.layout.overlap = std::string(v.overlap) == "on";
+  cfg.layout.prefetch = std::string(v.prefetch) == "on";
+  cfg.layout.ranks_per_node = ranks_per_node;
   MemoryLedger ledger;
   Trace trace;
   ProcessGrid grid(GridSizes{}, ranks_per_node, nullptr, nullptr, CommImpl::ring);
   ParamLayout layout(cfg.model);
-  DataParallel<double> engine(cfg, layout, grid, ledger, trace);
+  DataParallel<double> engine(cfg.layout, cfg.recipe, cfg.optimizer, layout, grid, ledger, trace);
+  engine.states().init_weights(cfg.model, cfg.run.seed);
   GPT<double> model(cfg.model, layout, cfg.micro_batch, ledger);
 
   const int dp = grid.size(Axis::dp), dp_rank = grid.coord(Axis::dp), T = cfg.model.seq;
@@ -147,7 +149,7 @@ StepResult run_step(const TrainConfig& base, const Variant& v, int ranks_per_nod
   engine.begin_step();
   engine.begin_backward(true);
   const double local = model.forward(engine, batch.inputs.data() + first * T, batch.targets.data() + first * T, true,
-                                     {cfg.seed, uint64_t(kStep), first});
+                                     {cfg.run.seed, uint64_t(kStep), first});
   model.backward(engine, 1.0 / tokens);
   engine.finish_gradients();
   r.loss = engine.sum_over_ranks(local) / tokens;
@@ -168,14 +170,15 @@ struct Reference {
 Reference run_reference(const TrainConfig& cfg, const Batch& batch) {
   MemoryLedger ledger;
   ParamLayout layout(cfg.model);
-  ModelStates<double> states(cfg, layout, ledger);
+  ModelStates<double> states(cfg.recipe, cfg.optimizer, layout, ledger);
+  states.init_weights(cfg.model, cfg.run.seed);
   GPT<double> model(cfg.model, layout, cfg.global_batch, ledger);
   const double tokens = double(cfg.global_batch) * cfg.model.seq;
   Reference ref;
   ref.init = copy_store(states.params());
   states.zero_grads();
   const double loss_sum = model.forward(states.compute_params(), batch.inputs.data(), batch.targets.data(), true,
-                                        {cfg.seed, uint64_t(kStep), 0});
+                                        {cfg.run.seed, uint64_t(kStep), 0});
   ref.loss = loss_sum / tokens;
   model.backward(states.backward_grads(), states.compute_params(), 1.0 / tokens);
   states.end_micro_batch();
@@ -415,17 +418,18 @@ TEST_CASE("data parallel: bad layouts are refused with one clear sentence", "[da
 
   // FSDP hybrid needs the dp group over at least 2 nodes: the engine refuses one node of W ranks.
   TrainConfig cfg = tiny_config(W);
-  cfg.fsdp = "hybrid";
-  cfg.ranks_per_node = W;
+  cfg.layout.fsdp = Strategy::hybrid;
+  cfg.layout.ranks_per_node = W;
   const ParamLayout layout(cfg.model);
   MemoryLedger ledger;
   Trace trace;
   ProcessGrid one_node(GridSizes{}, W, nullptr, nullptr, CommImpl::ring);
   CHECK(one_node.nodes() == 1);
-  CHECK_THROWS_AS(DataParallel<double>(cfg, layout, one_node, ledger, trace), std::invalid_argument);
+  CHECK_THROWS_AS(DataParallel<double>(cfg.layout, cfg.recipe, cfg.optimizer, layout, one_node, ledger, trace),
+                  std::invalid_argument);
   std::string m;
   try {
-    DataParallel<double> e(cfg, layout, one_node, ledger, trace);
+    DataParallel<double> e(cfg.layout, cfg.recipe, cfg.optimizer, layout, one_node, ledger, trace);
   } catch (const std::invalid_argument& e) {
     m = e.what();
   }
@@ -438,13 +442,7 @@ namespace {
 // The planner's Ψ and per-rank bytes for the layout, category by category (ledger order param … momentum).
 std::vector<uint64_t> planned_bytes(const TrainConfig& cfg, int strategy_index, uint64_t dp, uint64_t ranks_per_node,
                                     uint64_t psi) {
-  plan::Recipe r;
-  r.optimizer = cfg.optimizer == "adamw" ? plan::Optimizer::adamw : plan::Optimizer::sgd;
-  r.mixed = cfg.mixed == "bf16" ? plan::Mixed::bf16 : plan::Mixed::none;
-  r.dtype = cfg.dtype == "f64" ? plan::Dtype::f64 : plan::Dtype::f32;
-  r.grad_accum = cfg.grad_accum_dtype == "fp32" ? plan::GradAccum::fp32 : plan::GradAccum::bf16;
-  r.master = cfg.master == "none" ? plan::Master::none : plan::Master::fp32;
-  r.momentum = cfg.momentum;
+  const Recipe r = cfg.recipe;
   plan::Layout l;
   l.strategy = static_cast<decltype(l.strategy)>(strategy_index);  // dp, zero1, zero2, zero3, hybrid
   l.dp = dp;
@@ -476,13 +474,13 @@ TEST_CASE("data parallel: model-state bytes per rank equal the planner's formula
       const bool hybrid = L.index == 4;
       if (hybrid && K == 0) continue;
       TrainConfig cfg = tiny_config(N);
-      cfg.dtype = "f32";
-      cfg.mixed = "bf16";
-      cfg.grad_accum_dtype = accum;
-      cfg.optimizer = "adamw";
-      cfg.zero = L.zero;
-      cfg.fsdp = L.fsdp;
-      cfg.ranks_per_node = hybrid ? K : 0;
+      cfg.recipe.dtype = Dtype::f32;
+      cfg.recipe.mixed = Mixed::bf16;
+      REQUIRE(parse_grad_accum(accum, &cfg.recipe.grad_accum));
+      cfg.recipe.optimizer = Optimizer::adamw;
+      cfg.layout.zero = L.zero;
+      REQUIRE(read_word(kFsdpWords, L.fsdp, &cfg.layout.fsdp));
+      cfg.layout.ranks_per_node = hybrid ? K : 0;
       INFO(L.name << ", grad accumulation " << accum << ", " << N << " rank(s)"
                   << (hybrid ? ", ranks per node " + std::to_string(K) : ""));
 
@@ -496,8 +494,9 @@ TEST_CASE("data parallel: model-state bytes per rank equal the planner's formula
 
       MemoryLedger ledger;
       Trace trace;
-      ProcessGrid grid(GridSizes{}, cfg.ranks_per_node, nullptr, nullptr, CommImpl::ring);
-      DataParallel<float> engine(cfg, layout, grid, ledger, trace);
+      ProcessGrid grid(GridSizes{}, cfg.layout.ranks_per_node, nullptr, nullptr, CommImpl::ring);
+      DataParallel<float> engine(cfg.layout, cfg.recipe, cfg.optimizer, layout, grid, ledger, trace);
+      engine.states().init_weights(cfg.model, cfg.run.seed);
       CHECK(strategy_name(engine.strategy()) == std::string(L.name));
       auto check_ledger = [&](const char* when) {
         INFO(when);
@@ -517,7 +516,7 @@ TEST_CASE("data parallel: model-state bytes per rank equal the planner's formula
       engine.begin_step();
       engine.begin_backward(true);
       model.forward(engine, batch.inputs.data() + r * T, batch.targets.data() + r * T, true,
-                    {cfg.seed, uint64_t(kStep), uint64_t(r)});
+                    {cfg.run.seed, uint64_t(kStep), uint64_t(r)});
       model.backward(engine, 1.0f / float(N * T));
       engine.finish_gradients();
       // bf16 gradients too are summed in one order by every ZeRO stage: the norm is DP's, bit for bit.

@@ -38,6 +38,7 @@
 #include "parallel/pipeline.h"
 #include "parallel/pipeline_partition.h"
 #include "parallel/schedule.h"
+#include "train/train_config.h"
 
 using namespace shardlab;
 using namespace shardlab::test;
@@ -58,9 +59,9 @@ TrainConfig pipeline_config() {
   cfg.model.vocab = 64;
   cfg.model.dropout = 0.1;
   cfg.micro_batch = 2;
-  cfg.dtype = "f64";
-  cfg.seed = kSeed;
-  cfg.bucket_mb = 0.01;  // several buckets when dp > 1
+  cfg.recipe.dtype = Dtype::f64;
+  cfg.run.seed = kSeed;
+  cfg.layout.bucket_mb = 0.01;  // several buckets when dp > 1
   return cfg;
 }
 
@@ -100,7 +101,7 @@ Reference single_process(const TrainConfig& cfg, int micro_batches) {
   const ParamLayout whole(cfg.model);
   MemoryLedger ledger;
   Buffer<double> P(ledger, Mem::param, whole.total()), G(ledger, Mem::grad, whole.total());
-  init_params(whole, cfg.model, cfg.seed, P.data(), 0, whole.total());
+  init_params(whole, cfg.model, cfg.run.seed, P.data(), 0, whole.total());
   std::fill(G.data(), G.data() + whole.total(), 0.0);
   ModelChunk<double> model(cfg.model, whole, ChunkSpec::whole(cfg.model), cfg.micro_batch, ActivationPolicy{}, ledger);
   FlatAccess<double> access(whole, P.data(), G.data());
@@ -111,7 +112,7 @@ Reference single_process(const TrainConfig& cfg, int micro_batches) {
   for (int j = 0; j < micro_batches; ++j) {
     const uint64_t first = uint64_t(j) * B;
     fill_tokens(cfg.model, first, B, inputs, targets);
-    loss += model.forward(MicroBatch{j, B, inputs.data(), targets.data(), {cfg.seed, kStep, first}}, access);
+    loss += model.forward(MicroBatch{j, B, inputs.data(), targets.data(), {cfg.run.seed, kStep, first}}, access);
     model.backward(j, access, 1.0 / tokens);
   }
   Reference r;
@@ -151,11 +152,13 @@ StageRun pipeline_step(const TrainConfig& cfg, const Layout& l) {
   CommLedger comm;
   ProcessGrid grid(GridSizes{0, 1, l.pp, 1, 1}, 0, &comm, nullptr, CommImpl::ring);
   const int dp = grid.size(Axis::dp), dp_rank = grid.coord(Axis::dp), stage = grid.coord(Axis::pp);
-  const PipelinePartition part = partition_layers(cfg.model.layers, cfg.pp, cfg.virtual_stages, cfg.pp_layers);
+  const PipelinePartition part =
+      partition_layers(cfg.model.layers, cfg.layout.pp, cfg.layout.virtual_stages, cfg.layout.pp_layers);
   const ParamLayout layout(cfg.model, cfg.slice(0), part.held_units(stage));
   MemoryLedger memory;
   Trace trace;
-  DataParallel<double> engine(cfg, layout, grid, memory, trace);
+  DataParallel<double> engine(cfg.layout, cfg.recipe, cfg.optimizer, layout, grid, memory, trace);
+  engine.states().init_weights(cfg.model, cfg.run.seed);
   std::vector<std::unique_ptr<ModelChunk<double>>> chunks;
   std::vector<ModelChunk<double>*> ptrs;
   size_t one_workspace = 0;
@@ -171,17 +174,17 @@ StageRun pipeline_step(const TrainConfig& cfg, const Layout& l) {
   // The v chunks of a stage share one workspace (they never run at once): v × the scratch would be waste.
   REQUIRE(one_workspace > 0);
   REQUIRE(memory.current(Mem::workspace) - workspace_before == one_workspace);
-  PipelineStage<double> pipeline(part, stage, ptrs, cfg.pp > 1 ? &grid.comm(Axis::pp) : nullptr, memory);
+  PipelineStage<double> pipeline(part, stage, ptrs, cfg.layout.pp > 1 ? &grid.comm(Axis::pp) : nullptr, memory);
 
   const int B = cfg.micro_batch, per_rank = cfg.global_batch / dp, m = per_rank / B;
   REQUIRE(m == l.m);
   const double tokens = double(cfg.global_batch) * cfg.model.seq;
-  const std::vector<StageActions> schedule = make_schedule(l.kind, cfg.pp, m, cfg.virtual_stages);
+  const std::vector<StageActions> schedule = make_schedule(l.kind, cfg.layout.pp, m, cfg.layout.virtual_stages);
   engine.begin_step();
   auto source = [&](int k, std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
     const uint64_t first = uint64_t(dp_rank) * per_rank + uint64_t(k) * B;
     fill_tokens(cfg.model, first, B, inputs, targets);
-    return MicroBatch{k, B, inputs.data(), targets.data(), {cfg.seed, kStep, first}};
+    return MicroBatch{k, B, inputs.data(), targets.data(), {cfg.run.seed, kStep, first}};
   };
   const uint64_t seq0 = comm.next_seq();
   StageRun out;
@@ -227,12 +230,12 @@ size_t borders_touched(int stage, int p, int v) {
 void check_layout(const Layout& l, int world) {
   TrainConfig cfg = pipeline_config();
   const int dp = world / l.pp;
-  cfg.pp = l.pp;
-  cfg.schedule = l.kind == ScheduleKind::gpipe ? "gpipe" : l.kind == ScheduleKind::one_f_one_b ? "1f1b" : "interleaved";
-  cfg.virtual_stages = l.v;
-  cfg.pp_layers = l.pp_layers;
+  cfg.layout.pp = l.pp;
+  cfg.layout.schedule = l.kind;
+  cfg.layout.virtual_stages = l.v;
+  cfg.layout.pp_layers = l.pp_layers;
   cfg.global_batch = dp * l.m * cfg.micro_batch;
-  REQUIRE(pipeline_problem(cfg.model.layers, l.pp, l.v, cfg.schedule, cfg.pp_layers).empty());
+  REQUIRE(pipeline_problem(cfg.model.layers, l.pp, l.v, cfg.layout.schedule, cfg.layout.pp_layers).empty());
   REQUIRE(validate_world(cfg, world).empty());
   const bool bitwise = dp == 1;
   const ParamLayout whole(cfg.model);

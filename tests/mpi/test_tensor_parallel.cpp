@@ -42,6 +42,7 @@
 #include "model/param_layout.h"
 #include "parallel/data_parallel.h"
 #include "parallel/tensor_parallel.h"
+#include "train/train_config.h"
 
 using namespace shardlab;
 using namespace shardlab::test;
@@ -240,7 +241,7 @@ void check_vocab_head(Communicator& tp, bool sp) {
     std::memcpy(&want_dX[size_t(b) * Tl * C], &dX[(size_t(b) * T + t0) * C], sizeof(double) * Tl * C);
   CHECK(rel_diff(dXl.data(), want_dX.data(), want_dX.size()) <= kRtol);
   // The tp traffic, all of it under purpose "vocab": 3 all-reduces of N values, then f's all-reduce of
-  // N·C (SP: 2 all-gathers + 1 reduce-scatter of it) — ring bytes per rank, as plan/tensor_parallel.h.
+  // N·C (SP: 2 all-gathers + 1 reduce-scatter of it) — ring bytes per rank, as plan/tp_bytes.h.
   const uint64_t e = sizeof(double), ar_rows = 2 * uint64_t(N) * (t - 1) / t;  // N divisible by t here
   const uint64_t nc = uint64_t(N) * C, head = sp ? 3 * nc * (t - 1) / t : 2 * nc * (t - 1) / t;
   uint64_t sent = 0;
@@ -520,11 +521,13 @@ EngineRun engine_run(const TrainConfig& cfg, ProcessGrid& grid) {
   const ParamLayout whole(cfg.model), local(cfg.model, cfg.slice(r));
   MemoryLedger ledger;
   Trace trace;
-  DataParallel<double> engine(cfg, local, grid, ledger, trace);
+  DataParallel<double> engine(cfg.layout, cfg.recipe, cfg.optimizer, local, grid, ledger, trace);
+  engine.states().init_weights(cfg.model, cfg.run.seed);
   std::unique_ptr<TensorParallelRegions<double>> regions;
   if (t > 1)
-    regions = std::make_unique<TensorParallelRegions<double>>(
-        grid.comm(Axis::tp), cfg.sequence_parallel, size_t(cfg.micro_batch) * cfg.model.seq, cfg.model.hidden, ledger);
+    regions = std::make_unique<TensorParallelRegions<double>>(grid.comm(Axis::tp), cfg.layout.sequence_parallel,
+                                                              size_t(cfg.micro_batch) * cfg.model.seq, cfg.model.hidden,
+                                                              ledger);
   ModelChunk<double> model(cfg.model, local, ChunkSpec::whole(cfg.model), cfg.micro_batch, ActivationPolicy{}, ledger,
                            regions.get(), cfg.slice(r));
   const int B = cfg.micro_batch, per_rank = cfg.global_batch / dp, accum = per_rank / B;
@@ -535,7 +538,8 @@ EngineRun engine_run(const TrainConfig& cfg, ProcessGrid& grid) {
     const int first = dp_rank * per_rank + k * B;
     const Batch batch = make_batch(first, B, cfg.model);
     local_loss += model.forward(
-        MicroBatch{k, B, batch.inputs.data(), batch.targets.data(), {cfg.seed, kStep, uint64_t(first)}, true}, engine);
+        MicroBatch{k, B, batch.inputs.data(), batch.targets.data(), {cfg.run.seed, kStep, uint64_t(first)}, true},
+        engine);
     engine.begin_backward(k == accum - 1);
     model.backward(k, engine, 1.0 / tokens);
   }
@@ -567,9 +571,9 @@ TEST_CASE("tensor parallel: the DataParallel engine with tp (+SP) gives one proc
   TrainConfig base;
   base.model = grad_config();
   base.micro_batch = 2;
-  base.dtype = "f64";
-  base.seed = kSeed;
-  base.bucket_mb = 0.05;  // several buckets
+  base.recipe.dtype = Dtype::f64;
+  base.run.seed = kSeed;
+  base.layout.bucket_mb = 0.05;  // several buckets
   for (int t : {2, 4}) {
     if (W % t != 0) continue;
     const int dp = W / t;
@@ -577,7 +581,7 @@ TEST_CASE("tensor parallel: the DataParallel engine with tp (+SP) gives one proc
     // One process over the whole global batch, from the same initial weights (the whole init).
     const ParamLayout whole(base.model);
     std::vector<double> init(whole.total());
-    init_params(whole, base.model, base.seed, init.data(), 0, init.size());
+    init_params(whole, base.model, base.run.seed, init.data(), 0, init.size());
     const Batch all = make_batch(0, base.global_batch, base.model);
     const GradRun ref = whole_run(base.model, init, all, base.global_batch, 0, ActivationPolicy{});
     double ref_norm = 0;
@@ -588,9 +592,9 @@ TEST_CASE("tensor parallel: the DataParallel engine with tp (+SP) gives one proc
     for (bool sp : {false, true})
       for (int zero : {0, 1, 2, 3}) {
         TrainConfig cfg = base;
-        cfg.tp = t;
-        cfg.sequence_parallel = sp;
-        cfg.zero = zero;
+        cfg.layout.tp = t;
+        cfg.layout.sequence_parallel = sp;
+        cfg.layout.zero = zero;
         INFO("tp " << t << (sp ? " + SP" : "") << ", dp " << dp << ", zero " << zero << ", tp rank "
                    << grid.coord(Axis::tp) << ", dp rank " << grid.coord(Axis::dp));
         const EngineRun e = engine_run(cfg, grid);

@@ -33,8 +33,8 @@
 #include "model/gelu.h"
 #include "model/linear.h"
 #include "model/param_layout.h"
-#include "plan/model_states.h"
-#include "plan/tensor_parallel.h"
+#include "plan/state_bytes.h"
+#include "plan/tp_bytes.h"
 
 using namespace shardlab;
 

@@ -15,6 +15,14 @@
 
 using namespace shardlab;
 
+namespace {
+ScheduleKind schedule_kind(const char* word) {
+  ScheduleKind k = ScheduleKind::one_f_one_b;
+  REQUIRE(parse_schedule(word, &k));
+  return k;
+}
+}  // namespace
+
 TEST_CASE("pipeline_problem: impossible splits are refused with one sentence naming the flag",
           "[schedule][partition]") {
   struct Bad {
@@ -50,7 +58,7 @@ TEST_CASE("pipeline_problem: impossible splits are refused with one sentence nam
   for (const Bad& b : bad) {
     INFO("layers " << b.layers << ", pp " << b.pp << ", v " << b.v << ", " << b.schedule << ", --pp-layers '"
                    << b.pp_layers << "'");
-    const std::string why = pipeline_problem(b.layers, b.pp, b.v, b.schedule, b.pp_layers);
+    const std::string why = pipeline_problem(b.layers, b.pp, b.v, schedule_kind(b.schedule), b.pp_layers);
     INFO("message: " << why);
     CHECK_FALSE(why.empty());
     CHECK(why.find(b.names) != std::string::npos);
@@ -67,7 +75,7 @@ TEST_CASE("pipeline_problem: impossible splits are refused with one sentence nam
         Good{12, 2, 3, "interleaved", ""}, Good{4, 1, 1, "1f1b", "4"}}) {
     INFO("layers " << g.layers << ", pp " << g.pp << ", v " << g.v << ", " << g.schedule << ", --pp-layers '"
                    << g.pp_layers << "'");
-    CHECK(pipeline_problem(g.layers, g.pp, g.v, g.schedule, g.pp_layers).empty());
+    CHECK(pipeline_problem(g.layers, g.pp, g.v, schedule_kind(g.schedule), g.pp_layers).empty());
   }
 }
 
@@ -79,7 +87,7 @@ struct Spec {
 // The chunks partition_layers gives, by model chunk, against the stated ones; and stage_of/local_index.
 void check_split(int layers, int pp, int v, const std::string& list, const std::vector<Spec>& want) {
   INFO("layers " << layers << ", pp " << pp << ", v " << v << ", --pp-layers '" << list << "'");
-  REQUIRE(pipeline_problem(layers, pp, v, v > 1 ? "interleaved" : "1f1b", list).empty());
+  REQUIRE(pipeline_problem(layers, pp, v, v > 1 ? ScheduleKind::interleaved : ScheduleKind::one_f_one_b, list).empty());
   const PipelinePartition part = partition_layers(layers, pp, v, list);
   CHECK(part.stages == pp);
   CHECK(part.virtual_stages == v);

@@ -13,11 +13,11 @@
 
 #include <unistd.h>
 
+#include "check/ledger_check.h"
 #include "cli/command.h"
 #include "plan/activations.h"
-#include "plan/ledger_check.h"
-#include "plan/model_states.h"
-#include "plan/plan_report.h"
+#include "plan/state_bytes.h"
+#include "report/plan_report.h"
 
 using namespace shardlab;
 using namespace shardlab::plan;

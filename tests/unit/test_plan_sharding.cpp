@@ -14,11 +14,11 @@
 
 #include <unistd.h>
 
+#include "check/ledger_check.h"
 #include "cli/command.h"
 #include "plan/comm_volume.h"
-#include "plan/ledger_check.h"
-#include "plan/plan_report.h"
 #include "plan/sharding.h"
+#include "report/plan_report.h"
 
 using namespace shardlab;
 using namespace shardlab::plan;

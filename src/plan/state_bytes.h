@@ -1,10 +1,11 @@
-// plan/model_states.h — the chapter's model-state accounting (§2.4.1): bytes per parameter for a
+// plan/state_bytes.h — the chapter's model-state accounting (§2.4.1): bytes per parameter for a
 // precision/optimizer recipe, split into the memory ledger's categories, and exact totals for a
 // parameter count Ψ. Also the parameter count of this project's own GPT, so `plan` and the
 // trainer's ledger agree to the byte, and the matmul parameter count behind the model-FLOPs formula.
 //
-// Leaves out: activations (plan/activations.h), sharding (DP/ZeRO/FSDP per-rank bytes are in
-// plan/sharding.h; TP/PP are not modelled yet), the ledger.json check (plan/ledger_check.h),
+// Leaves out: activations (plan/activations.h, plan/activation_items.h), what one rank holds (DP/ZeRO/FSDP
+// in plan/sharding.h, tensor parallelism in plan/tp_bytes.h, pipeline stages in plan/pipeline_stages.h),
+// the ledger.json check (check/ledger_check.h),
 // temporary buffers, allocator fragmentation, and any optimizer other than AdamW, SGD(+momentum)
 // and the chapter's 8-bit Adam (plan only, claim C3).
 #pragma once
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "core/ledger.h"
+#include "optim/recipe.h"
 
 namespace shardlab::plan {
 
@@ -23,34 +25,13 @@ namespace shardlab::plan {
 constexpr int kNumCategories = 6;
 inline Mem category_at(int i) { return static_cast<Mem>(i); }
 
-enum class Optimizer { adamw, sgd, adam8bit };  // adam8bit: plan only, never trained
-enum class Dtype { f32, f64 };                  // --dtype; with mixed bf16 compute is f32
-enum class Mixed { none, bf16 };                // --mixed
-enum class GradAccum { bf16, fp32 };            // --grad-accum-dtype (only with mixed bf16)
-enum class Master { fp32, none };               // --master (only with mixed bf16)
-
-// One training recipe. Defaults are the chapter's C1 recipe: AdamW, bf16 mixed, fp32 master.
-struct Recipe {
-  Optimizer optimizer = Optimizer::adamw;
-  Mixed mixed = Mixed::bf16;
-  Dtype dtype = Dtype::f32;
-  GradAccum grad_accum = GradAccum::bf16;
-  Master master = Master::fp32;
-  double momentum = 0.9;  // SGD only; 0 → no momentum state
-};
-
-// Parsers for the CLI / ledger spellings; return false on an unknown word.
-bool parse_optimizer(const std::string& s, Optimizer* out);   // adamw | sgd | adam8bit
-bool parse_dtype(const std::string& s, Dtype* out);           // f32 | f64
-bool parse_mixed(const std::string& s, Mixed* out);           // none | bf16
-bool parse_grad_accum(const std::string& s, GradAccum* out);  // bf16 | fp32
-bool parse_master(const std::string& s, Master* out);         // fp32 | none
-const char* optimizer_name(Optimizer o);
-const char* dtype_name(Dtype d);
-const char* mixed_name(Mixed m);
-const char* grad_accum_name(GradAccum g);
-const char* master_name(Master m);
-std::string recipe_label(const Recipe& r);  // e.g. "adamw, mixed bf16, f32, grad bf16, master fp32"
+// The recipe's vocabulary is the trainer's (optim/recipe.h): Recipe, Optimizer, Dtype, Mixed, GradAccum, Master.
+using ::shardlab::Dtype;
+using ::shardlab::GradAccum;
+using ::shardlab::Master;
+using ::shardlab::Mixed;
+using ::shardlab::Optimizer;
+using ::shardlab::Recipe;
 
 // Unsigned integer amounts, one per category (bytes per parameter, or bytes).
 struct PerCategory {

@@ -1,6 +1,6 @@
-// plan/ledger_check.cpp — reads a trainer ledger.json and compares it with the formulas.
+// check/ledger_check.cpp — reads a trainer ledger.json and compares it with the formulas.
 // See ledger_check.h for what is checked and what is left out.
-#include "plan/ledger_check.h"
+#include "check/ledger_check.h"
 
 #include <algorithm>
 #include <limits>
@@ -10,8 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "check/ledger_read.h"
+#include "comm/grid_coords.h"
 #include "parallel/schedule.h"
-#include "plan/ledger_read.h"
 #include "plan/pipeline_stages.h"
 
 namespace shardlab::plan {
@@ -55,10 +56,8 @@ StageShape stage_shape(const LedgerCheck& c) {
 StageFacts stage_facts(const LedgerCheck& c, int stage) {
   const StageShape sh = stage_shape(c);
   const PipelinePartition part = stage_partition(sh);
-  ScheduleKind kind = ScheduleKind::one_f_one_b;
-  parse_schedule(c.schedule, &kind);
   const std::vector<StageActions> actions =
-      make_schedule(kind, c.pp, static_cast<int>(c.layout.accum), c.virtual_stages);
+      make_schedule(c.schedule, c.pp, static_cast<int>(c.layout.accum), c.virtual_stages);
   return {static_cast<u64>(stage_blocks(sh, stage)), part.held_units(stage).back(),
           stage_activation_peak(c.activation_shape, part, stage, actions[stage])};
 }
@@ -142,7 +141,10 @@ void read_layout(const Json& j, LedgerCheck* c) {
   if (l.contains("virtual_stages"))
     c->virtual_stages = static_cast<int>(need_in(l, "virtual_stages", "layout", 1, 4096));
   if (l.contains("pp_layers")) c->pp_layers = need_string(l, "pp_layers", "layout");
-  if (l.contains("schedule")) c->schedule = need_string(l, "schedule", "layout");
+  if (l.contains("schedule")) {
+    const std::string word = need_string(l, "schedule", "layout");
+    if (!parse_schedule(word, &c->schedule)) throw std::runtime_error("unknown layout.schedule \"" + word + "\"");
+  }
   // Data-parallel partners are tp·pp world ranks apart: K/(tp·pp) of them share a node, or 1 when a node
   // holds less than one pipeline replica.
   const u64 K = c->world_ranks_per_node, replica = c->tp * c->pp;
@@ -157,18 +159,16 @@ void read_layout(const Json& j, LedgerCheck* c) {
                              std::to_string(c->pp) + " × virtual_stages " + std::to_string(c->virtual_stages) +
                              " is more than the " + std::to_string(kMaxPipelineSlots) + " a run can have");
   c->steps = need_u64(l, "steps", "layout");
-  c->comm_impl = need_string(l, "comm", "layout");
-  if (c->comm_impl != "ring" && c->comm_impl != "mpi")
-    throw std::runtime_error("unknown layout.comm \"" + c->comm_impl + "\" (ring or mpi)");
+  const std::string comm = need_string(l, "comm", "layout");
+  if (!read_word(kCommImplWords, comm, &c->comm_impl))
+    throw std::runtime_error("unknown layout.comm \"" + comm + "\" (ring or mpi)");
   const std::string bad = layout_error(c->layout);
   if (!bad.empty()) throw std::runtime_error("layout: " + bad);
   if (static_cast<u64>(c->world_size) != c->layout.dp * c->tp * c->pp)
     throw std::runtime_error("world_size " + std::to_string(c->world_size) +
                              " is not layout.dp × tp × pp = " + std::to_string(c->layout.dp * c->tp * c->pp));
-  ScheduleKind kind;
-  if (!parse_schedule(c->schedule, &kind)) throw std::runtime_error("unknown layout.schedule \"" + c->schedule + "\"");
   c->sharding = shard_layout(c->layout, c->psi);
-  c->comm_checked = c->comm_impl == "ring";
+  c->comm_checked = c->comm_impl == CommImpl::ring;
   c->tp_checked = c->comm_checked && c->tp > 1;
   c->pp_checked = c->pp > 1;
   const std::pair<const char*, u64> derived[] = {{"shard_group", static_cast<u64>(c->sharding.group)},
@@ -194,16 +194,14 @@ void check_pipeline_section(const Json& j, const LedgerCheck& c) {
   const Json& p = j.at("pipeline");
   const std::string where = "pipeline";
   if (!p.is_object()) throw std::runtime_error("\"pipeline\" must be an object");
-  ScheduleKind kind = ScheduleKind::one_f_one_b;
-  parse_schedule(c.schedule, &kind);
   const u64 m = c.layout.accum;
   if (need_u64(p, "stages", where) != u64(c.pp) || need_u64(p, "micro_batches", where) != m ||
       need_u64(p, "virtual_stages", where) != u64(c.virtual_stages) || !p.contains("schedule") ||
-      p.at("schedule") != c.schedule)
+      p.at("schedule") != schedule_name(c.schedule))
     throw std::runtime_error("the pipeline section describes another schedule than layout's (pp " +
-                             std::to_string(c.pp) + ", " + c.schedule + ", " + std::to_string(m) +
+                             std::to_string(c.pp) + ", " + schedule_name(c.schedule) + ", " + std::to_string(m) +
                              " micro-batches, virtual stages " + std::to_string(c.virtual_stages) + ")");
-  const std::vector<StageActions> actions = make_schedule(kind, c.pp, static_cast<int>(m), c.virtual_stages);
+  const std::vector<StageActions> actions = make_schedule(c.schedule, c.pp, static_cast<int>(m), c.virtual_stages);
   const Timeline ideal = simulate(actions, c.virtual_stages, 1, 2), equal = simulate(actions, c.virtual_stages, 1, 1);
   auto number = [&](const char* key) {
     if (!p.contains(key) || !p.at(key).is_number())
@@ -212,7 +210,7 @@ void check_pipeline_section(const Json& j, const LedgerCheck& c) {
   };
   if (number("bubble_schedule") != ideal.bubble_fraction() ||
       number("bubble_schedule_equal") != equal.bubble_fraction() ||
-      number("bubble_formula") != bubble_formula(kind, c.pp, static_cast<int>(m), c.virtual_stages))
+      number("bubble_formula") != bubble_formula(c.schedule, c.pp, static_cast<int>(m), c.virtual_stages))
     throw std::runtime_error(
         "the pipeline section's bubbles are not its schedule's (bubble_schedule, "
         "bubble_schedule_equal, bubble_formula)");
@@ -293,9 +291,10 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
     if (!by_rank[k]) throw std::runtime_error("no entry with \"rank\": " + std::to_string(k) + " in \"ranks\"");
     RankCheck rc;
     rc.rank = static_cast<int>(k);
-    rc.tp_rank = static_cast<int>(k % c.tp);
-    rc.pp_rank = static_cast<int>(k / c.tp % c.pp);
-    rc.dp_rank = static_cast<int>(k / (c.tp * c.pp));
+    const GridCoords at = coords_of_rank(GridSizes{int(c.layout.dp), int(c.tp), c.pp}, static_cast<int>(k));
+    rc.tp_rank = at.tp;
+    rc.pp_rank = at.pp;
+    rc.dp_rank = at.dp;
     // The parameters this rank holds: its stage's units, its tp slice of them (claims C19, C26).
     rc.psi = c.psi;
     std::vector<bool> held;

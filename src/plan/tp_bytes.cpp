@@ -1,5 +1,5 @@
-// plan/tensor_parallel.cpp — tensor and sequence parallelism's formulas (see tensor_parallel.h).
-#include "plan/tensor_parallel.h"
+// plan/tp_bytes.cpp — tensor and sequence parallelism's formulas (see tp_bytes.h).
+#include "plan/tp_bytes.h"
 
 #include <algorithm>
 

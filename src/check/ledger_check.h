@@ -1,4 +1,4 @@
-// plan/ledger_check.h — measured versus formula for a trainer's ledger.json, to the byte.
+// check/ledger_check.h — measured versus formula for a trainer's ledger.json, to the byte.
 //
 // Without "layout" (a single-process run): rank 0's current model-state bytes per category against
 // model_state_bytes (claims C1, C3). With "layout" (a DP / ZeRO / FSDP run, claims C8, C11–C14): for
@@ -15,7 +15,7 @@
 // With tensor parallelism (layout.tp > 1): every rank of the dp × tp grid; model states of Ψ_t, the
 // ledger's model.params against Ψ_t; the dp formulas over the dp group of ranks holding the same slice
 // (ranks_per_node / tp of them per node); and each rank's ring bytes on axis "tp", purpose by purpose
-// (the regions, "regather", "replicated_grads", "vocab"), against plan/tensor_parallel.h.
+// (the regions, "regather", "replicated_grads", "vocab"), against plan/tp_bytes.h.
 //
 // With pipeline stages (layout.pp > 1): each rank against its stage — Ψ of its units, the activation items
 // of its blocks (the head's only on the last stage) and the peak its schedule leaves, and its point-to-point
@@ -36,11 +36,13 @@
 #include <string>
 #include <vector>
 
+#include "comm/comm_impl.h"
+#include "parallel/schedule.h"
 #include "plan/activation_items.h"
 #include "plan/comm_volume.h"
-#include "plan/model_states.h"
 #include "plan/sharding.h"
-#include "plan/tensor_parallel.h"
+#include "plan/state_bytes.h"
+#include "plan/tp_bytes.h"
 
 namespace shardlab::plan {
 
@@ -72,7 +74,7 @@ struct ActivationRow {
   bool match = false;
 };
 
-// One rank's ring traffic on axis "tp" by purpose, per step (plan/tensor_parallel.h).
+// One rank's ring traffic on axis "tp" by purpose, per step (plan/tp_bytes.h).
 struct TpRow {
   TpStepBytes formula;   // bytes per step
   TpStepBytes measured;  // bytes over the whole run
@@ -116,19 +118,20 @@ struct LedgerCheck {
   Recipe recipe;
   std::uint64_t psi = 0;
   int world_size = 1;
-  bool sharded = false;              // "layout" present: every rank and its comm are checked
-  Layout layout;                     // sharded only
-  ShardLayout sharding;              // sharded only
-  std::uint64_t steps = 0;           // sharded only
-  std::string comm_impl;             // sharded only: "ring" | "mpi"
-  bool comm_checked = false;         // sharded ring runs
-  bool activations_checked = false;  // the ledger describes its activations (model.activations)
-  std::uint64_t tp = 1;              // layout.tp (1 when absent)
+  bool sharded = false;                 // "layout" present: every rank and its comm are checked
+  Layout layout;                        // sharded only
+  ShardLayout sharding;                 // sharded only
+  std::uint64_t steps = 0;              // sharded only
+  CommImpl comm_impl = CommImpl::ring;  // sharded only
+  bool comm_checked = false;            // sharded ring runs
+  bool activations_checked = false;     // the ledger describes its activations (model.activations)
+  std::uint64_t tp = 1;                 // layout.tp (1 when absent)
   bool sequence_parallel = false;
   std::uint64_t world_ranks_per_node = 0;  // layout.ranks_per_node as recorded (layout.ranks_per_node is per dp group)
   bool tp_checked = false;                 // tp > 1 with ring collectives
   int pp = 1, virtual_stages = 1;          // layout.pp, layout.virtual_stages
-  std::string pp_layers, schedule = "1f1b";
+  std::string pp_layers;
+  ScheduleKind schedule = ScheduleKind::one_f_one_b;
   bool pp_checked = false;  // pp > 1
   ActivationShape activation_shape;
   std::vector<LayoutRow> layout_rows;

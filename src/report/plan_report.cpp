@@ -1,5 +1,5 @@
-// plan/plan_report.cpp — the tables of `shardlab plan` (see plan_report.h).
-#include "plan/plan_report.h"
+// report/plan_report.cpp — the tables of `shardlab plan` (see plan_report.h).
+#include "report/plan_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,10 +7,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "core/paths.h"
 #include "plan/activation_items.h"
-#include "plan/ledger_check.h"
-#include "plan/ledger_report.h"
 #include "report/format.h"
 
 namespace shardlab::plan {
@@ -191,17 +188,6 @@ void print_plan(std::ostream& out, const PlanRequest& o) {
     print_sharding(out, o.recipe, psi, o.dp, o.act, o.attention);
   }
   if (o.pp_given) print_pipeline(out, o.pp, o.recipe, psi, o.act);
-}
-
-int run_ledger(const std::string& path, std::ostream& out, std::ostream& err) {
-  LedgerCheck c;
-  try {
-    c = check_ledger_text(read_file(path, size_t(1) << 30));
-  } catch (const std::exception& e) {
-    err << "shardlab plan: error: --ledger " << path << ": " << e.what() << "\n";
-    return 2;
-  }
-  return print_ledger_check(out, path, c);
 }
 
 bool find_preset(const std::string& name, Preset* out) {

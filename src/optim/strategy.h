@@ -5,11 +5,13 @@
 //   zero2   + the gradients (FSDP SHARD_GRAD_OP)
 //   zero3   + the parameters (FSDP FULL_SHARD, C14)
 //   hybrid  zero3 inside a node, replicated across nodes (FSDP HYBRID_SHARD)
-// Shards follow the geometry of parallel/shard_layout.h.
+// Shards follow the geometry of optim/shard_layout.h.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "core/ledger.h"
+#include "core/spelling.h"
 
 namespace shardlab {
 
@@ -23,8 +25,12 @@ const char* fsdp_name(Strategy s);                           // "no_shard", "", 
 bool parse_strategy(const std::string& s, Strategy* out);    // dp | zero1 | zero2 | zero3 | hybrid
 bool parse_zero_stage(const std::string& s, Strategy* out);  // --zero 0 | 1 | 2 | 3
 bool parse_fsdp(const std::string& s, Strategy* out);        // --fsdp no_shard | grad_op | full | hybrid
-// The trainer's flags: --fsdp (unless "none"), else --zero.
-Strategy strategy_of(int zero, const std::string& fsdp);
+// The trainer's --fsdp: none (the strategy is --zero's), or the FSDP name of a strategy (claim C14).
+inline constexpr Spelling<std::optional<Strategy>> kFsdpWords[] = {{"none", std::nullopt},
+                                                                   {"full", Strategy::zero3},
+                                                                   {"grad_op", Strategy::zero2},
+                                                                   {"no_shard", Strategy::dp},
+                                                                   {"hybrid", Strategy::hybrid}};
 
 // Does the strategy split this model-state category into shards? (Not: activation, comm_buffer, workspace.)
 bool is_sharded(Strategy s, Mem category);

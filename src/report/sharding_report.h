@@ -1,4 +1,4 @@
-// plan/sharding_report.h — the data-parallel part of `shardlab plan` (§2.4.3–2.4.5): per-rank model
+// report/sharding_report.h — the data-parallel part of `shardlab plan` (§2.4.3–2.4.5): per-rank model
 // states of the chosen strategy by category, DP / ZeRO-1 / ZeRO-2 / ZeRO-3 side by side at this N
 // (bytes per rank, N → ∞ floors, comm per step, × DP, time at both bandwidths), the chosen strategy's
 // ring phases and intra/inter-node split, the chapter's DP all-reduce numbers (claim C8), and the
@@ -12,8 +12,8 @@
 #include <string>
 
 #include "plan/activations.h"
-#include "plan/model_states.h"
 #include "plan/sharding.h"
+#include "plan/state_bytes.h"
 
 namespace shardlab::plan {
 

@@ -1,4 +1,4 @@
-// plan/tp_report.h — the tensor-parallel section of `shardlab plan --tp t [--sequence-parallel]` (claims
+// report/tp_report.h — the tensor-parallel section of `shardlab plan --tp t [--sequence-parallel]` (claims
 // C17–C19, C23): model states per rank, the chapter's C18 communication example with its round numbers
 // beside the exact ring values, and Megatron's activation table (Korthikanti et al. 2022, Table 2) for
 // the same dims. The itemised activations of one tp rank are printed by plan_report with the same t.
@@ -8,7 +8,7 @@
 #include <iosfwd>
 
 #include "plan/activations.h"
-#include "plan/model_states.h"
+#include "plan/state_bytes.h"
 
 namespace shardlab::plan {
 

@@ -1,10 +1,10 @@
-// plan/plan_report.h — what `shardlab plan` prints: the chapter's model-state tables (C1, C3), the recipes
+// report/plan_report.h — what `shardlab plan` prints: the chapter's model-state tables (C1, C3), the recipes
 // side by side, activations per layer and for the whole model (C4, C5, C6), the data-parallel section
-// (plan/sharding_report.h) when a layout is given, the tensor-parallel one with --tp; and the measured-versus-formula
-// check of a trainer's ledger.json (plan/ledger_check.h). The command's flags live in cli/plan.cpp.
+// (report/sharding_report.h) when a layout is given, the tensor-parallel one with --tp; and the measured-versus-formula
+// check of a trainer's ledger.json (check/ledger_check.h). The command's flags live in cli/plan.cpp.
 //
-// With --tp the tensor-parallel section (plan/tp_report.h) and the itemised activations of one tp rank;
-// with --pp the pipeline and 3D section (plan/pp_report.h). Leaves out: CP/EP layouts.
+// With --tp the tensor-parallel section (report/tp_report.h) and the itemised activations of one tp rank;
+// with --pp the pipeline and 3D section (report/pp_report.h). Leaves out: CP/EP layouts.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +12,10 @@
 #include <string>
 
 #include "plan/activations.h"
-#include "plan/model_states.h"
-#include "plan/pp_report.h"
-#include "plan/sharding_report.h"
-#include "plan/tp_report.h"
+#include "plan/state_bytes.h"
+#include "report/pp_report.h"
+#include "report/sharding_report.h"
+#include "report/tp_report.h"
 
 namespace shardlab::plan {
 
@@ -48,7 +48,5 @@ struct PlanRequest {
 };
 
 void print_plan(std::ostream& out, const PlanRequest& request);
-// Checks the ledger at `path` and prints the tables. 0 if everything matches, 1 if not, 2 if unreadable.
-int run_ledger(const std::string& path, std::ostream& out, std::ostream& err);
 
 }  // namespace shardlab::plan

@@ -1,5 +1,5 @@
 // The data-parallel strategies' names and what each shards (see strategy.h).
-#include "parallel/strategy.h"
+#include "optim/strategy.h"
 
 namespace shardlab {
 
@@ -44,13 +44,6 @@ bool parse_fsdp(const std::string& s, Strategy* out) {
       return true;
     }
   return false;
-}
-
-Strategy strategy_of(int zero, const std::string& fsdp) {
-  Strategy s = Strategy::dp;
-  if (fsdp != "none" && parse_fsdp(fsdp, &s)) return s;
-  parse_zero_stage(std::to_string(zero), &s);
-  return s;
 }
 
 bool is_sharded(Strategy s, Mem c) {

@@ -1,5 +1,5 @@
-// plan/sharding_report.cpp — the DP / ZeRO / FSDP tables of `shardlab plan` (see sharding_report.h).
-#include "plan/sharding_report.h"
+// report/sharding_report.cpp — the DP / ZeRO / FSDP tables of `shardlab plan` (see sharding_report.h).
+#include "report/sharding_report.h"
 
 #include <algorithm>
 #include <ostream>

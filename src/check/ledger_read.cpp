@@ -1,5 +1,5 @@
-// plan/ledger_read.cpp — reading a trainer's ledger.json (see ledger_read.h).
-#include "plan/ledger_read.h"
+// check/ledger_read.cpp — reading a trainer's ledger.json (see ledger_read.h).
+#include "check/ledger_read.h"
 
 #include <stdexcept>
 #include <string>

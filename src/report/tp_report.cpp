@@ -1,11 +1,11 @@
-// plan/tp_report.cpp — the tensor-parallel section of `shardlab plan` (see tp_report.h).
-#include "plan/tp_report.h"
+// report/tp_report.cpp — the tensor-parallel section of `shardlab plan` (see tp_report.h).
+#include "report/tp_report.h"
 
 #include <ostream>
 #include <string>
 
 #include "plan/comm_volume.h"
-#include "plan/tensor_parallel.h"
+#include "plan/tp_bytes.h"
 #include "report/format.h"
 
 namespace shardlab::plan {
@@ -63,7 +63,7 @@ void print_comm(std::ostream& out, const TpRequest& q, const ActivationDims& a) 
       << "× longer for it — tensor parallelism stays inside a node (C18, C19)\n";
   out << "  + the vocabulary-parallel LM head (V/t rows of it per rank): Megatron's parallel cross-entropy's 3\n"
          "  all-reduces of b·s numbers (row max, Σ exp, target logit) forward and 1 of b·s·h (the head input's\n"
-         "  gradient) backward, per micro-batch (purpose \"vocab\"; plan/tensor_parallel.h)\n";
+         "  gradient) backward, per micro-batch (purpose \"vocab\"; plan/tp_bytes.h)\n";
   if (q.sequence_parallel)
     out << "  with sequence parallelism each all-reduce becomes an all-gather + a reduce-scatter of the same tensor:\n"
            "  (t−1)/t + (t−1)/t = the same 2(t−1)/t (C23); backward also re-gathers each region's input for the\n"

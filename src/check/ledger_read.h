@@ -1,4 +1,4 @@
-// plan/ledger_read.h — reading a trainer's ledger.json: field readers that throw one sentence naming the
+// check/ledger_read.h — reading a trainer's ledger.json: field readers that throw one sentence naming the
 // field, the recipe and the activation shape it records, and the measured sums of its comm ledgers (ring
 // bytes on dp and on tp by purpose, point-to-point bytes on pp). The checks themselves: ledger_check.h.
 #pragma once
@@ -11,8 +11,8 @@
 
 #include "plan/activation_items.h"
 #include "plan/comm_volume.h"
-#include "plan/model_states.h"
-#include "plan/tensor_parallel.h"
+#include "plan/state_bytes.h"
+#include "plan/tp_bytes.h"
 
 namespace shardlab::plan {
 

@@ -1,4 +1,4 @@
-// What a run reports when it ends: ledger.json (every rank's memory and comm ledgers — training's
+// What a training run reports when it ends: ledger.json (every rank's memory and comm ledgers — training's
 // traffic under "comm", evaluation's under "comm_eval", checkpoint saving's under "comm_checkpoint" —
 // gathered to rank 0), trace.json (every
 // rank's timeline), and the closing summary rank 0 prints.
@@ -13,8 +13,8 @@
 #include "comm/process_grid.h"
 #include "comm/trace.h"
 #include "core/ledger.h"
-#include "parallel/shard_layout.h"
-#include "parallel/strategy.h"
+#include "optim/shard_layout.h"
+#include "optim/strategy.h"
 #include "report/progress.h"
 #include "report/schedule_svg.h"
 #include "train/train_config.h"

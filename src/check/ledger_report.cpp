@@ -1,8 +1,9 @@
-// plan/ledger_report.cpp — the measured-versus-formula tables of `plan --ledger` (see ledger_report.h).
-#include "plan/ledger_report.h"
+// check/ledger_report.cpp — the measured-versus-formula tables of `plan --ledger` (see ledger_report.h).
+#include "check/ledger_report.h"
 
 #include <ostream>
 
+#include "core/paths.h"
 #include "report/format.h"
 
 namespace shardlab::plan {
@@ -53,7 +54,7 @@ void print_layout(std::ostream& out, const LedgerCheck& c) {
       << ", shard group G = " << c.sharding.group << ", S = " << commas(c.sharding.shard())
       << ", Ψ_pad = " << commas(c.sharding.padded()) << "\n          " << nodes << ", A = " << l.accum << " micro-batch"
       << (l.accum == 1 ? "" : "es") << " per step, " << c.steps << " step" << (c.steps == 1 ? "" : "s") << ", comm "
-      << c.comm_impl << "\n";
+      << comm_impl_name(c.comm_impl) << "\n";
   if (c.layout_rows.empty()) return;
   Table t({"layout field", "formula", "ledger", "match"});
   for (const LayoutRow& r : c.layout_rows)
@@ -110,7 +111,7 @@ void print_states(std::ostream& out, const LedgerCheck& c) {
 // Pipeline stages (claims C22, C26): each rank's parameters and point-to-point bytes against its stage.
 void print_pp(std::ostream& out, const LedgerCheck& c) {
   if (c.pp <= 1) return;
-  out << "\nPipeline over p = " << c.pp << " stages (" << c.schedule
+  out << "\nPipeline over p = " << c.pp << " stages (" << schedule_name(c.schedule)
       << (c.virtual_stages > 1 ? ", " + std::to_string(c.virtual_stages) + " chunks per stage" : "")
       << "): each rank's stage, parameters and point-to-point bytes sent per step on axis pp (claims C22, C26)\n";
   Table t({"rank", "dp", "pp", "tp", "Ψ formula", "Ψ ledger", "p2p formula", "measured", "match"});
@@ -159,7 +160,7 @@ void print_tp(std::ostream& out, const LedgerCheck& c) {
     return;
   }
   out << "\nBytes sent per step on axis tp, tensor parallel over t = " << c.tp
-      << (c.sequence_parallel ? " with sequence parallelism" : "") << " (claims C17, C23; plan/tensor_parallel.h):\n"
+      << (c.sequence_parallel ? " with sequence parallelism" : "") << " (claims C17, C23; plan/tp_bytes.h):\n"
       << "formula vs comm.totals / " << c.steps << " steps, by purpose\n";
   Table t({"rank", "dp", "tp", "regions formula", "measured", "regather formula", "measured", "replicated grads",
            "measured", "vocab formula", "measured", "match"});
@@ -281,6 +282,17 @@ int print_ledger_check(std::ostream& out, const std::string& path, const LedgerC
   print_activations(out, c);
   print_result(out, c);
   return c.ok() ? 0 : 1;
+}
+
+int run_ledger(const std::string& path, std::ostream& out, std::ostream& err) {
+  LedgerCheck c;
+  try {
+    c = check_ledger_text(read_file(path, size_t(1) << 30));
+  } catch (const std::exception& e) {
+    err << "shardlab plan: error: --ledger " << path << ": " << e.what() << "\n";
+    return 2;
+  }
+  return print_ledger_check(out, path, c);
 }
 
 }  // namespace shardlab::plan

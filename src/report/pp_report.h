@@ -1,4 +1,4 @@
-// plan/pp_report.h — the pipeline and 3D section of `shardlab plan --pp p [--micro-batches m --virtual-stages v]`
+// report/pp_report.h — the pipeline and 3D section of `shardlab plan --pp p [--micro-batches m --virtual-stages v]`
 // (claims C20, C21, C22, C26): the bubble of each schedule for a range of m beside the formulas (from the
 // schedules themselves, parallel/schedule.h), the stash each keeps per stage, the point-to-point bytes per
 // micro-batch per border, and with --tp/--dp the 3D count of GPUs and model states per GPU, ZeRO-1 on top.
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "plan/activations.h"
-#include "plan/model_states.h"
+#include "plan/state_bytes.h"
 
 namespace shardlab::plan {
 

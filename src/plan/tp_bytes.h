@@ -1,4 +1,4 @@
-// plan/tensor_parallel.h — tensor and sequence parallelism's formulas (§2.4.6, §2.4.8; claims C17–C19,
+// plan/tp_bytes.h — tensor and sequence parallelism's formulas (§2.4.6, §2.4.8; claims C17–C19,
 // C23): what one tp rank holds of the parameters, what it sends per optimizer step on the tp axis with the
 // trainer's ring collectives, and the chapter's C18 example. The trainer's rules, so `plan --ledger` can
 // compare a run's tp bytes exactly (activations per rank: plan/activation_items.h with tp and SP).
@@ -36,7 +36,7 @@
 
 #include "model/activation_policy.h"
 #include "plan/comm_volume.h"
-#include "plan/model_states.h"
+#include "plan/state_bytes.h"
 
 namespace shardlab::plan {
 

@@ -1,5 +1,5 @@
 // ledger.json, trace.json and the summary (see run_report.h).
-#include "report/run_report.h"
+#include "train/run_report.h"
 
 #include <cstdio>
 #include <fstream>
@@ -56,30 +56,30 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
   nlohmann::json j;
   j["world_size"] = world.size();
   // What the activations were: plan --ledger checks every saved tensor against plan/activation_items.h.
-  const bool f64 = cfg.dtype == "f64";
+  const bool f64 = cfg.recipe.f64();
   const nlohmann::json activations = {{"seq", cfg.model.seq},
                                       {"micro_batch", cfg.micro_batch},
                                       {"hidden", cfg.model.hidden},
                                       {"heads", cfg.model.heads},
                                       {"layers", cfg.model.layers},
                                       {"vocab", cfg.model.vocab},
-                                      {"width", cfg.mixed == "bf16" ? 2
-                                                : f64               ? 8
-                                                                    : 4},
+                                      {"width", cfg.recipe.bf16() ? 2
+                                                : f64             ? 8
+                                                                  : 4},
                                       {"stat_width", f64 ? 8 : 4},
-                                      {"attention", cfg.attention},
-                                      {"recompute", cfg.recompute},
+                                      {"attention", attention_name(cfg.attention)},
+                                      {"recompute", recompute_name(cfg.recompute)},
                                       {"dropout", cfg.model.dropout},
                                       {"micro_batches", layout.accum * layout.steps},
-                                      {"tp", cfg.tp},
-                                      {"sequence_parallel", cfg.sequence_parallel}};
+                                      {"tp", cfg.layout.tp},
+                                      {"sequence_parallel", cfg.layout.sequence_parallel}};
   j["model"] = {{"params", params},
-                {"dtype", cfg.dtype},
-                {"mixed", cfg.mixed},
-                {"optimizer", cfg.optimizer},
-                {"grad_accum_dtype", cfg.grad_accum_dtype},
-                {"master", cfg.master},
-                {"momentum", cfg.momentum},
+                {"dtype", dtype_name(cfg.recipe.dtype)},
+                {"mixed", mixed_name(cfg.recipe.mixed)},
+                {"optimizer", optimizer_name(cfg.recipe.optimizer)},
+                {"grad_accum_dtype", grad_accum_name(cfg.recipe.grad_accum)},
+                {"master", master_name(cfg.recipe.master)},
+                {"momentum", cfg.recipe.momentum},
                 {"activations", activations}};
   j["layout"] = {{"dp", layout.dp},
                  {"strategy", strategy_name(layout.strategy)},
@@ -89,13 +89,13 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
                  {"shard", layout.shards.shard()},
                  {"accum", layout.accum},
                  {"steps", layout.steps},
-                 {"comm", cfg.comm},
-                 {"tp", cfg.tp},
-                 {"sequence_parallel", cfg.sequence_parallel},
-                 {"pp", cfg.pp},
-                 {"pp_layers", cfg.pp_layers},
-                 {"schedule", cfg.schedule},
-                 {"virtual_stages", cfg.virtual_stages}};
+                 {"comm", comm_impl_name(cfg.layout.comm)},
+                 {"tp", cfg.layout.tp},
+                 {"sequence_parallel", cfg.layout.sequence_parallel},
+                 {"pp", cfg.layout.pp},
+                 {"pp_layers", cfg.layout.pp_layers},
+                 {"schedule", schedule_name(cfg.layout.schedule)},
+                 {"virtual_stages", cfg.layout.virtual_stages}};
   j["ranks"] = nlohmann::json::array();
   for (const std::string& s : all) j["ranks"].push_back(nlohmann::json::parse(s));
   if (!layout.pipeline.is_null()) {
@@ -115,13 +115,13 @@ void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layou
                    const CommLedger& comm, const Progress& progress, double last_loss, std::optional<double> last_val,
                    const nlohmann::json& ledger) {
   std::printf("\n%zu params (%d layers, hidden %d, %d heads, seq %d), %s, %s", params, cfg.model.layers,
-              cfg.model.hidden, cfg.model.heads, cfg.model.seq, cfg.dtype.c_str(),
-              cfg.mixed == "bf16" ? "mixed bf16" : "no mixed precision");
+              cfg.model.hidden, cfg.model.heads, cfg.model.seq, dtype_name(cfg.recipe.dtype),
+              cfg.recipe.bf16() ? "mixed bf16" : "no mixed precision");
   if (layout.dp > 1) std::printf(", %s on %d data-parallel ranks", strategy_name(layout.strategy), layout.dp);
-  if (cfg.tp > 1)
-    std::printf(", tensor parallel over %d ranks%s (params: this rank's slice)", cfg.tp,
-                cfg.sequence_parallel ? " with sequence parallelism" : "");
-  if (cfg.pp > 1) std::printf(", %d pipeline stages (params: rank 0's stage)", cfg.pp);
+  if (cfg.layout.tp > 1)
+    std::printf(", tensor parallel over %d ranks%s (params: this rank's slice)", cfg.layout.tp,
+                cfg.layout.sequence_parallel ? " with sequence parallelism" : "");
+  if (cfg.layout.pp > 1) std::printf(", %d pipeline stages (params: rank 0's stage)", cfg.layout.pp);
   std::printf("\nfinal loss %.4f", last_loss);
   if (last_val) std::printf("   val loss %.4f", *last_val);
   std::printf("   %.0f tokens/s over %s\n", progress.tokens_per_second(),
@@ -152,7 +152,7 @@ void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layou
         p["schedule"].get<std::string>().c_str(), p["stages"].get<int>(), p["micro_batches"].get<int>(),
         p["micro_batches"].get<int>() == 1 ? "" : "es", 100 * p["bubble_measured"].get<double>(),
         p["measured_step"].get<int>(), 100 * p["bubble_schedule"].get<double>(),
-        100 * p["bubble_formula"].get<double>(), cfg.out.c_str());
+        100 * p["bubble_formula"].get<double>(), cfg.outputs.out.c_str());
   }
   if (layout.dp > 1 && layout.steps > 0)
     std::printf("communication (rank 0, dp axis): %s sent per step (%s intra-node, %s inter-node)\n",

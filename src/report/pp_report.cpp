@@ -1,5 +1,5 @@
-// plan/pp_report.cpp — the pipeline and 3D section of `shardlab plan` (see pp_report.h).
-#include "plan/pp_report.h"
+// report/pp_report.cpp — the pipeline and 3D section of `shardlab plan` (see pp_report.h).
+#include "report/pp_report.h"
 
 #include <algorithm>
 #include <ostream>

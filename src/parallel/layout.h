@@ -1,0 +1,39 @@
+// The parallel layout of a run, as typed settings: how many ranks on each axis of the grid (dp, tp, pp; cp
+// and ep take their places here when they come), how the data-parallel ranks share the model states (the
+// strategy: --zero N or --fsdp NAME), how a pipeline is scheduled, and how ranks talk (buckets, overlap,
+// prefetch, hand-written rings or MPI's built-ins). Read by the engine, the pipeline, the memory check and
+// the reports; written from the command line, config files and checkpoints by train/train_config.cpp.
+// Checkpoints hold whole tensors, so a resumed run chooses its layout afresh.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "comm/communicator.h"
+#include "model/config.h"
+#include "optim/strategy.h"
+#include "parallel/schedule.h"
+
+namespace shardlab {
+
+struct ParallelLayout {
+  int dp = 0;                      // data-parallel ranks; 0 = what the other axes leave of the world
+  int tp = 1;                      // tensor-parallel ranks (Megatron: heads and MLP width split over them)
+  bool sequence_parallel = false;  // with tp > 1: LayerNorm, dropout and residual regions split along the sequence
+  int pp = 1;                      // pipeline stages
+  std::string pp_layers;           // layers per stage, "3,5,…" ("" = balanced; parallel/pipeline_partition.h)
+  ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  int virtual_stages = 1;          // model chunks per stage (interleaved)
+  int zero = 0;                    // ZeRO stage 0..3 (--zero)
+  std::optional<Strategy> fsdp;    // --fsdp NAME instead of --zero (validation refuses both)
+  double bucket_mb = 1.0;          // gradient bucket size for DP's overlapped all-reduce
+  bool overlap = true;             // sync gradients during backward
+  bool prefetch = true;            // ZeRO-3 gathers the next unit while this one computes
+  CommImpl comm = CommImpl::ring;  // hand-written rings or MPI's built-ins
+  int ranks_per_node = 0;          // simulate nodes of K ranks; 0 = real shared-memory nodes
+
+  Strategy strategy() const { return fsdp ? *fsdp : zero >= 1 && zero <= 3 ? strategy_at(zero) : Strategy::dp; }
+  ModelSlice slice(int tp_rank) const { return ModelSlice{tp, tp_rank, sequence_parallel}; }
+  int dp_size(int world) const { return dp ? dp : world / (tp * pp); }
+};
+
+}  // namespace shardlab
