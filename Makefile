@@ -8,6 +8,7 @@
 #   make mutants       realistic bugs put into a copy of the tree, each against the check that must catch it
 #   make lessons       every lessons/NN_*/run
 #   make bench         throughput and GEMM-efficiency benchmarks
+#   make seam SEAM=src/… WITH=FILE   shardlab and its tests with FILE in place of one textbook piece
 
 # The instruction set the build targets. Every x86-64 CPU with AVX2 and FMA gets the same one (the
 # x86-64-v2 base plus AVX2 and FMA), so a run computes the same bits on all of them — given the same
@@ -33,7 +34,7 @@ LDLIBS    += $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) 
 # the other, as written.
 JOBS      ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 MAKEFLAGS += -j$(JOBS)
-ACTIONS   := all run test test-kernels test-two-hosts mutants unit mpi-tests lessons bench deps clean
+ACTIONS   := all run test test-kernels test-two-hosts mutants unit mpi-tests lessons bench seam deps clean
 ifneq ($(word 2,$(filter $(ACTIONS),$(MAKECMDGOALS))),)
 .NOTPARALLEL:
 endif
@@ -51,7 +52,7 @@ DEPS_OK   := $(BUILD)/.deps-ok
 export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 
-.PHONY: all deps run test test-kernels test-two-hosts mutants unit mpi-tests lessons bench clean
+.PHONY: all deps run test test-kernels test-two-hosts mutants unit mpi-tests lessons bench seam clean
 all: $(BUILD)/shardlab
 
 deps: $(DEPS_OK)
@@ -85,6 +86,33 @@ $(BUILD)/unit_tests: $(OBJ_UNIT) $(BUILD)/libshardlab.a
 
 $(BUILD)/mpi_tests: $(OBJ_MPI) $(BUILD)/libshardlab.a
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+
+# Seams: each textbook piece that another implementation may replace sits alone in one file (the table in
+# docs/architecture.md). `make seam SEAM=src/comm/ring_steps.cpp WITH=FILE` builds build/seams/NAME/ (NAME:
+# FILE's name without .cpp) with shardlab, unit_tests and mpi_tests linked from FILE in place of SEAM —
+# every other object shardlab's own, nothing in src/ edited.
+SEAMS     := src/comm/ring_steps.cpp
+ifneq ($(filter seam,$(MAKECMDGOALS)),)
+ifeq ($(filter $(SEAM),$(SEAMS)),)
+$(error make seam: SEAM must name one of the seams: $(SEAMS) (got '$(SEAM)'))
+endif
+ifeq ($(wildcard $(WITH)),)
+$(error make seam: WITH must name the file that replaces $(SEAM) (got '$(WITH)', which does not exist))
+endif
+endif
+SEAM_DIR  := $(BUILD)/seams/$(basename $(notdir $(WITH)))
+SEAM_OBJS := $(filter-out $(BUILD)/$(SEAM:.cpp=.o),$(OBJ_LIB)) $(SEAM_DIR)/seam.o
+$(SEAM_DIR)/seam.o: $(WITH) $(FLAGS_USED) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+$(SEAM_DIR)/shardlab: $(BUILD)/src/cli/main.o $(SEAM_OBJS)
+	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+$(SEAM_DIR)/unit_tests: $(OBJ_UNIT) $(SEAM_OBJS)
+	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+$(SEAM_DIR)/mpi_tests: $(OBJ_MPI) $(SEAM_OBJS)
+	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+seam: $(SEAM_DIR)/shardlab $(SEAM_DIR)/unit_tests $(SEAM_DIR)/mpi_tests
+	@echo "make seam: $(SEAM_DIR)/ holds shardlab, unit_tests and mpi_tests with $(WITH) in place of $(SEAM)"
 
 # make run: the default model, data parallel over one rank per core — the largest count that divides
 # the default global batch of 32 — each rank taking 32/N samples per step, into a new runs/ directory.

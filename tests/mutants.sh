@@ -80,8 +80,9 @@ mutant flash_no_rescale src/model/flash_attention.h \
 mutant zero3_gathers_kept_to_backward src/parallel/param_gather.cpp \
   'if (!states_->compute_params()) gathered_.erase(unit);' 'if (!states_->compute_params() && backward) gathered_.erase(unit);' \
   'bash lessons/06_zero/run' 'param peak .* past the bound'
-mutant ring_receives_the_wrong_chunk src/comm/ring.cpp \
-  'return k < rs_ ? mod(r_ - k - 2) : mod(r_ - (k - rs_) - 1);' 'return k < rs_ ? mod(r_ - k - 1) : mod(r_ - (k - rs_) - 1);' \
+mutant ring_receives_the_wrong_chunk src/comm/ring_steps.cpp \
+  'reduce_scatter_recv_chunk(int r, int n, int s) { return mod(r - s - 2, n); }' \
+  'reduce_scatter_recv_chunk(int r, int n, int s) { return mod(r - s - 1, n); }' \
   'bash scripts/mpirun.sh -np 3 build/mpi_tests --use-colour no "[ring]~[large]"' 'FAILED'
 mutant ring_receives_one_element_short src/comm/ring.cpp \
   'const size_t first = j * seg_, len = std::min(seg_, cnt_[c] - first);' \

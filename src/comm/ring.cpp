@@ -2,20 +2,13 @@
 // state machine that serves both the blocking calls and the non-blocking ones (so they cannot differ).
 //
 // N members sit on a ring; member r sends only to r+1 and receives only from r-1. The buffer is cut into
-// N chunks; chunk c belongs to member c.
-//
-// Reduce-scatter, N-1 steps. At step s member r sends chunk (r-s-1) and receives chunk (r-s-2), which it
-// adds into its own copy. Follow chunk c: member c+1 sends its raw x_{c+1} at step 0; member c+2 adds
-// x_{c+2} and passes the partial on at step 1; … after N-1 steps it arrives at member c, which adds x_c
-// last. So chunk c is always summed as ((x_{c+1} + x_{c+2}) + x_{c+3}) + … + x_c — an order fixed by
-// the owner alone (the DETERMINISM contract; float addition is commutative, only grouping matters).
-//   bytes: member r sends every chunk but its own, n - counts[r], and receives every chunk but
-//   chunk r-1 (the one it starts), n - counts[r-1].
-//
-// All-gather, N-1 steps. Member r starts with chunk r. At step s it sends chunk (r-s) — its own first,
-// then the one it just received — and receives chunk (r-s-1) straight into place.
-//   bytes: member r sends every chunk but chunk r+1 (the one it would send last, which its successor
-//   already owns), n - counts[r+1], and receives every chunk but its own, n - counts[r].
+// N chunks; chunk c belongs to member c. Which chunk travels at which step is ring_steps.h's (the textbook
+// piece, a seam); this file moves the bytes. With the reference steps (ring_steps.cpp):
+//   reduce-scatter, N-1 steps: member r sends every chunk but its own, n - counts[r], and receives every
+//   chunk but chunk r-1 (the one it starts), n - counts[r-1]; chunk c is summed in an order fixed by its
+//   owner alone, ((x_{c+1} + x_{c+2}) + …) + x_c.
+//   all-gather, N-1 steps: member r sends every chunk but chunk r+1 (the one it would send last, which its
+//   successor already owns), n - counts[r+1], and receives every chunk but its own, n - counts[r].
 //
 // With equal chunks each phase moves (N-1)/N·n per rank, so all-reduce moves 2(N-1)/N·n: about 2n
 // whatever N (C8). Empty chunks send no message (both ends know the counts).
@@ -33,6 +26,7 @@
 
 #include "comm/communicator.h"
 #include "comm/mpi_handle.h"
+#include "comm/ring_steps.h"
 #include "core/ledger.h"
 
 namespace shardlab {
@@ -62,6 +56,7 @@ class RingOp final : public InFlight {
         buf_(static_cast<char*>(buf)),
         cnt_(counts),
         off_(counts.size() + 1, 0),
+        rs_sent_at_(counts.size(), -1),
         rs_(spec.reduce_scatter ? n_ - 1 : 0),
         ag_(spec.all_gather ? n_ - 1 : 0),
         steps_(rs_ + ag_),
@@ -125,12 +120,21 @@ class RingOp final : public InFlight {
   size_t slot(size_t j) const { return k_ < rs_ ? j % kSlots : j; }
   char* slot_buf(size_t j) { return tmp_.data() + (j % kSlots) * seg_ * t_.bytes; }
   // Step k < rs_ is reduce-scatter step s = k; later steps are all-gather step s = k - rs_.
-  int send_chunk(int k) const { return k < rs_ ? mod(r_ - k - 1) : mod(r_ - (k - rs_)); }
-  int recv_chunk(int k) const { return k < rs_ ? mod(r_ - k - 2) : mod(r_ - (k - rs_) - 1); }
+  int send_chunk(int k) const {
+    return k < rs_ ? reduce_scatter_send_chunk(r_, n_, k) : all_gather_send_chunk(r_, n_, k - rs_);
+  }
+  int recv_chunk(int k) const {
+    return k < rs_ ? reduce_scatter_recv_chunk(r_, n_, k) : all_gather_recv_chunk(r_, n_, k - rs_);
+  }
 
-  // All-gather step s (after a reduce-scatter) receives chunk r-s-1 in place — the chunk reduce-scatter
-  // step s sent. MPI may still be reading it, so those sends must have completed first.
-  bool can_post(int k) { return k < rs_ || rs_ == 0 || sends_done(&sreq_[k - rs_]); }
+  // An all-gather step receives a chunk in place that a reduce-scatter step may have sent (with the reference
+  // steps: all-gather step s, the chunk of reduce-scatter step s). MPI may still be reading it, so that send
+  // must have completed first.
+  bool can_post(int k) {
+    if (k < rs_) return true;
+    const int sent_at = rs_sent_at_[recv_chunk(k)];
+    return sent_at < 0 || sends_done(&sreq_[sent_at]);
+  }
 
   void post_recv(int c, size_t j) {
     const size_t first = j * seg_, len = std::min(seg_, cnt_[c] - first);
@@ -140,6 +144,7 @@ class RingOp final : public InFlight {
 
   void post(int k) {
     const int rc = recv_chunk(k), sc = send_chunk(k);
+    if (k < rs_) rs_sent_at_[sc] = k;
     const size_t rseg = segments(cnt_[rc]), sseg = segments(cnt_[sc]);
     rreq_.assign(k < rs_ ? std::min<size_t>(kSlots, rseg) : rseg, MPI_REQUEST_NULL);
     for (size_t j = 0; j < rreq_.size(); ++j) post_recv(rc, j);
@@ -175,6 +180,7 @@ class RingOp final : public InFlight {
   const TypeOps& t_;
   char* buf_;
   std::vector<size_t> cnt_, off_;  // chunk c = elements [off_[c], off_[c+1])
+  std::vector<int> rs_sent_at_;    // the reduce-scatter step that sent chunk c, or -1
   int rs_, ag_, steps_;
   size_t seg_;  // elements per segment
   CommCall* rec_;

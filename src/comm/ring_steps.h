@@ -1,0 +1,21 @@
+// The textbook piece of the ring all-reduce (claim C8), alone in one file so that another implementation
+// can take its place (a seam: `make seam SEAM=src/comm/ring_steps.cpp WITH=FILE`, docs/architecture.md):
+// which chunk member r of a ring of n sends to its successor r+1, and which it receives from its
+// predecessor r-1, at each step. The buffer is cut into n chunks; chunk c belongs to member c.
+//   reduce-scatter, steps s = 0 … n-2: the received chunk is ADDED into this member's copy; after the last
+//     step member c holds the sum of chunk c over every member.
+//   all-gather, steps s = 0 … n-2 (after a reduce-scatter): the received chunk is COPIED into place; after
+//     the last step every member holds every chunk.
+// The engine that moves the bytes — segments, non-blocking progress, the ledger — is comm/ring.cpp; it asks
+// these four functions what to send and receive, nothing more. A member sends at step s what it received
+// at step s-1 (or, at step 0, what it starts with), so the receive of step s is its predecessor's send.
+#pragma once
+
+namespace shardlab {
+
+int reduce_scatter_send_chunk(int r, int n, int s);
+int reduce_scatter_recv_chunk(int r, int n, int s);
+int all_gather_send_chunk(int r, int n, int s);
+int all_gather_recv_chunk(int r, int n, int s);
+
+}  // namespace shardlab
