@@ -91,10 +91,10 @@ mutant ring_receives_one_element_short src/comm/ring.cpp \
 mutant gelu_backward_constant src/model/gelu.h \
   '(T(1) + T(3 * 0.044715) * x.square())' '(T(1) + T(0.044715) * x.square())' \
   'build/unit_tests "[grad]"' 'FAILED'
-mutant one_f_one_b_warmup_short src/parallel/schedule.cpp \
+mutant one_f_one_b_warmup_short src/parallel/stage_order.cpp \
   'const int warmup = std::min(p - s - 1, m);' 'const int warmup = std::min(p - s - 2, m);' \
   'build/unit_tests "[schedule]"' 'FAILED'
-mutant tp_g_all_reduce_skipped src/parallel/tensor_parallel.cpp \
+mutant tp_g_all_reduce_skipped src/parallel/megatron_fg.cpp \
   $'void reduce_from_tp_region(Communicator& tp, T* z, size_t n) {\n  tp_all_reduce(tp, z, n);' \
   $'void reduce_from_tp_region(Communicator& tp, T* z, size_t n) {\n  (void)tp, (void)z, (void)n;' \
   'bash lessons/10_tensor_parallel/run' 'FAIL'

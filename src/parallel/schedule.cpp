@@ -1,6 +1,8 @@
 // Pipeline schedules: the action lists, their simulation and their text grid (see schedule.h).
 #include "parallel/schedule.h"
 
+#include "parallel/stage_order.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -27,11 +29,6 @@ const char* act_name(Act a) {
 
 namespace {
 
-struct Compute {
-  bool forward;
-  int micro_batch, chunk;
-};
-
 // The compute order of one stage, then the messages around each compute action: a forward of model
 // chunk k receives from chunk k − 1 (unless k is the first) and sends to k + 1 (unless the last);
 // a backward the other way round.
@@ -53,46 +50,13 @@ StageActions with_messages(const std::vector<Compute>& order, int stage, int p, 
   return out;
 }
 
-// Interleaved: the j-th forward (or backward) of a stage is micro-batch (j / (p·v))·p + j mod p of chunk
-// (j mod (p·v)) / p — micro-batches in groups of p through chunk 0, then the same group through chunk 1, …;
-// backwards walk the chunks from the last.
-Compute interleaved_unit(int j, bool forward, int p, int v) {
-  const int in_group = j % (p * v), chunk = in_group / p;
-  return {forward, (j / (p * v)) * p + j % p, forward ? chunk : v - 1 - chunk};
-}
-
 }  // namespace
 
 std::vector<StageActions> make_schedule(ScheduleKind kind, int p, int m, int v) {
   if (std::string why = schedule_shape_problem(kind, p, m, v); !why.empty())
     throw std::invalid_argument("make_schedule: " + why);
   std::vector<StageActions> stages;
-  for (int s = 0; s < p; ++s) {
-    std::vector<Compute> order;
-    if (kind == ScheduleKind::gpipe) {
-      for (int i = 0; i < m; ++i) order.push_back({true, i, 0});
-      for (int i = 0; i < m; ++i) order.push_back({false, i, 0});
-    } else if (kind == ScheduleKind::one_f_one_b) {
-      const int warmup = std::min(p - s - 1, m);
-      for (int i = 0; i < warmup; ++i) order.push_back({true, i, 0});  // warmup: fill the pipeline
-      for (int i = 0; i + warmup < m; ++i) {                           // steady: one forward, one backward
-        order.push_back({true, i + warmup, 0});
-        order.push_back({false, i, 0});
-      }
-      for (int i = std::max(m - warmup, 0); i < m; ++i) order.push_back({false, i, 0});  // cooldown: drain
-    } else {
-      const int total = m * v;
-      const int warmup = std::min((p - s - 1) * 2 + (v - 1) * p, total);
-      for (int j = 0; j < warmup; ++j) order.push_back(interleaved_unit(j, true, p, v));  // warmup
-      for (int j = 0; j + warmup < total; ++j) {                                          // steady
-        order.push_back(interleaved_unit(j + warmup, true, p, v));
-        order.push_back(interleaved_unit(j, false, p, v));
-      }
-      for (int j = std::max(total - warmup, 0); j < total; ++j)  // cooldown
-        order.push_back(interleaved_unit(j, false, p, v));
-    }
-    stages.push_back(with_messages(order, s, p, v));
-  }
+  for (int s = 0; s < p; ++s) stages.push_back(with_messages(stage_order(kind, s, p, m, v), s, p, v));
   return stages;
 }
 

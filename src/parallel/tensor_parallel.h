@@ -3,7 +3,7 @@
 // rank computes with its slice of the weights (model/param_layout.h) and needs no communication:
 //   column-parallel  Y_i = X·A_iᵀ           (A split by output rows: qkv, fc)
 //   row-parallel     Z = Σ_i Y_i·B_iᵀ       (B split by input columns: W^O, fc-proj) — the sum is the all-reduce
-// The conjugate pair that makes it so, as named pieces (bypassed when t = 1):
+// The conjugate pair that makes it so, as named pieces (parallel/megatron_fg.h, a seam; bypassed when t = 1):
 //   f = copy_to_tp_region      forward: identity            backward: all-reduce of dX over tp
 //   g = reduce_from_tp_region  forward: all-reduce of Z     backward: identity
 // so 4 all-reduces of a (b, s, h) tensor per layer per micro-batch, 2 forward + 2 backward (C17).
@@ -24,51 +24,9 @@
 #include "comm/communicator.h"
 #include "core/ledger.h"
 #include "model/block.h"
+#include "parallel/megatron_fg.h"
 
 namespace shardlab {
-
-// ---- The conjugate pair, forward and backward side by side (n elements of the (b, s, h) tensor).
-// f = copy_to_tp_region. Forward Y = X on every rank: each column-parallel GEMM X·A_iᵀ reads the whole X.
-// Backward dX = Σ_i dX_i: every rank's partial input gradient dY_i·A_i, summed.
-template <class T>
-const T* copy_to_tp_region(const T* x) {
-  return x;
-}
-template <class T>
-void copy_to_tp_region_backward(Communicator& tp, T* dx, size_t n);
-// g = reduce_from_tp_region. Forward Z = Σ_i Y_i·B_iᵀ: every rank's row-parallel partial sums, summed.
-// Backward dZ_i = dZ on every rank: each partial's gradient is the whole output gradient.
-template <class T>
-void reduce_from_tp_region(Communicator& tp, T* z, size_t n);
-template <class T>
-const T* reduce_from_tp_region_backward(const T* dz) {
-  return dz;
-}
-// With sequence parallelism (shapes (B, T/t, C) outside a region, (B, T, C) inside):
-// gather_from_sequence_region. Forward X = [X_0; …; X_{t−1}] along s. Backward dX_r = rows r of Σ_i dX_i.
-template <class T>
-void gather_from_sequence_region(Communicator& tp, const T* x_local, T* x_full, T* packed, int B, int T_local, int C);
-template <class T>
-void gather_from_sequence_region_backward(Communicator& tp, const T* dx_full, T* dx_local, T* packed, int B,
-                                          int T_local, int C);
-// scatter_to_sequence_region. Forward Z_r = rows r of Σ_i Z_i. Backward dZ = [dZ_0; …; dZ_{t−1}] along s.
-template <class T>
-void scatter_to_sequence_region(Communicator& tp, const T* z_full, T* z_local, T* packed, int B, int T_local, int C);
-template <class T>
-void scatter_to_sequence_region_backward(Communicator& tp, const T* dz_local, T* dz_full, T* packed, int B, int T_local,
-                                         int C);
-
-// ---- The collectives underneath (each bypassed when t = 1).
-// f's backward and g's forward: the all-reduce over tp (in place, n elements).
-template <class T>
-void tp_all_reduce(Communicator& tp, T* x, size_t n);
-// The sequence shards (B, T/t, C) of every tp rank into the whole sequence (B, T, C); packed: B·T·C scratch.
-template <class T>
-void sequence_all_gather(Communicator& tp, const T* local, T* full, T* packed, int B, int T_local, int C);
-// Every rank's partial sums (B, T, C) reduced and scattered: this rank's positions (B, T/t, C) into local.
-// full is used as it stands and left unspecified; packed: B·T·C scratch.
-template <class T>
-void sequence_reduce_scatter(Communicator& tp, const T* full, T* local, T* packed, int B, int T_local, int C);
 
 // The block's RegionHooks for tensor parallelism, with or without sequence parallelism. One per rank,
 // shared by the blocks of all its chunks (only one collective uses the packing scratch at a time); the
