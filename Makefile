@@ -91,7 +91,8 @@ $(BUILD)/mpi_tests: $(OBJ_MPI) $(BUILD)/libshardlab.a
 # docs/architecture.md). `make seam SEAM=src/comm/ring_steps.cpp WITH=FILE` builds build/seams/NAME/ (NAME:
 # FILE's name without .cpp) with shardlab, unit_tests and mpi_tests linked from FILE in place of SEAM —
 # every other object shardlab's own, nothing in src/ edited.
-SEAMS     := src/comm/ring_steps.cpp src/parallel/megatron_fg.cpp src/parallel/stage_order.cpp
+SEAMS     := src/comm/ring_steps.cpp src/parallel/megatron_fg.cpp src/parallel/stage_order.cpp \
+             src/model/flash_merge.cpp src/parallel/zero_step.cpp
 ifneq ($(filter seam,$(MAKECMDGOALS)),)
 ifeq ($(filter $(SEAM),$(SEAMS)),)
 $(error make seam: SEAM must name one of the seams: $(SEAMS) (got '$(SEAM)'))

@@ -23,6 +23,7 @@
 #include "model/attention.h"
 #include "model/dropout.h"
 #include "model/flash_blocks.h"
+#include "model/flash_merge.h"
 
 namespace shardlab {
 
@@ -31,7 +32,6 @@ template <class T>
 void flash_attention_forward(T* out, T* lse, const T* qkv, AttentionDims d, const Dropout& drop, T* scratch) {
   using Arr = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   using Tile = Eigen::Map<Arr, 0, Eigen::OuterStride<>>;
-  using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   const int Tn = d.T, C = d.C, HD = d.HD(), C3 = 3 * C;
   const T scale = T(1) / std::sqrt(T(HD));
   T* S = scratch;                                                  // (Br, Bc)
@@ -53,23 +53,11 @@ void flash_attention_forward(T* out, T* lse, const T* qkv, AttentionDims d, cons
         for (int c0 = 0; c0 < r1; c0 += kFlashKeyBlock) {  // keys up to the diagonal only (causal)
           const int c1 = std::min(r1, c0 + kFlashKeyBlock), cols = c1 - c0;
           gemm(false, true, rows, cols, HD, scale, q + size_t(r0) * C3, C3, k + size_t(c0) * C3, C3, T(0), S, cols);
-          for (int i = 0; i < rows; ++i) {
-            T* s = S + size_t(i) * cols;
-            const int valid = std::min(cols, r0 + i + 1 - c0);  // key j sees query i iff j ≤ i
-            Row row(s, valid);
-            const T mx = std::max(m[i], row.maxCoeff());
-            row = (row - mx).exp();
-            std::fill(s + valid, s + cols, T(0));
-            if (mx != m[i]) {  // the running maximum grew: rescale what was summed so far (0 on the first block)
-              const T rescale = std::exp(m[i] - mx);
-              l[i] *= rescale;
-              O.row(i) *= rescale;
-              m[i] = mx;
-            }
-            l[i] += row.sum();
-            if (drop.active())
-              drop.apply(s, s, static_cast<size_t>(cols), drop.attention_index(b, h, size_t(r0 + i) * Tn + c0));
-          }
+          online_softmax_merge(S, rows, cols, r0 - c0, m, l, o + size_t(r0) * C, C, HD);
+          if (drop.active())
+            for (int i = 0; i < rows; ++i)
+              drop.apply(S + size_t(i) * cols, S + size_t(i) * cols, static_cast<size_t>(cols),
+                         drop.attention_index(b, h, size_t(r0 + i) * Tn + c0));
           gemm(false, false, rows, HD, cols, T(1), S, cols, v + size_t(c0) * C3, C3, T(1), o + size_t(r0) * C, C);
         }
         for (int i = 0; i < rows; ++i) {

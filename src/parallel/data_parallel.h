@@ -32,6 +32,7 @@
 #include "optim/model_states.h"
 #include "optim/shard_layout.h"
 #include "optim/strategy.h"
+#include "parallel/grid_sums.h"
 #include "parallel/layout.h"
 
 namespace shardlab {
@@ -58,16 +59,10 @@ class DataParallel : public UnitAccess<T> {
   // their backwards — a pipeline's 1F1B — still sync only once accumulation has ended).
   void begin_backward(bool last);
   void finish_gradients();  // every reduction done: this rank's range holds the global sums
-  double grad_norm();       // the same value on every rank
+  double grad_norm();       // the same value on every rank (grid_sums.h: the order of the sums)
   void optimizer_step(int64_t step, double lr, double grad_scale);
-  // Σ over the dp group, added in rank order, after sum_over_slices and sum_over_stages (so: the loss of
-  // every position, from the last stage).
-  double sum_over_ranks(double local);
-  // With sequence parallelism each tp rank's loss covers its positions only: their Σ in tp rank order;
-  // otherwise every tp rank holds the same whole value, counted once.
-  double sum_over_slices(double local);
-  // With pipeline stages only the last one computes the loss: the stages' values added in stage order.
-  double sum_over_stages(double local);
+  // The loss (and any value) summed across the grid in its fixed order (grid_sums.h).
+  const GridSums& sums() const { return *sums_; }
   // Book the engine's communication in another ledger from now on (evaluation vs training).
   void set_comm_ledger(CommLedger* ledger);
 
@@ -123,6 +118,7 @@ class DataParallel : public UnitAccess<T> {
   bool sequence_parallel_;
   ShardLayout shards_;
   std::unique_ptr<ModelStates<T>> states_;
+  std::unique_ptr<GridSums> sums_;
   bool overlap_, prefetch_, last_backward_ = false;
   std::vector<Bucket> buckets_;
   std::list<Communicator::Pending> bucket_pending_;

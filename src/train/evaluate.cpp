@@ -48,7 +48,7 @@ double evaluate_pipeline(PipelineStage<T>& stage, DataParallel<T>& engine, const
     const auto actions = forward_only_schedule(part.stages, m, part.virtual_stages);
     local += stage.run(actions[stage.stage()], engine, m, T(1), source, false);
   }
-  return engine.sum_over_stages(engine.sum_over_slices(local)) / (double(n) * Tn);
+  return engine.sums().over_stages(engine.sums().over_slices(local)) / (double(n) * Tn);
 }
 
 template double evaluate_windows<float>(ModelChunk<float>&, UnitAccess<float>&, const TextData&, int, TextData::Part,

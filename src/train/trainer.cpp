@@ -122,7 +122,7 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     const double local_loss = pipeline.run(schedule[stage], engine, accum, loss_scale, micro_batch, true);
     if (step == cfg.run.steps) last_slots = pipeline.measured();  // the last step's timeline (for the picture)
     engine.finish_gradients();
-    const double loss = engine.sum_over_ranks(local_loss) / tokens_per_step;
+    const double loss = engine.sums().over_ranks(local_loss) / tokens_per_step;
     if (!std::isfinite(loss)) {
       outputs.abandon();
       if (grid.world_rank() == 0)

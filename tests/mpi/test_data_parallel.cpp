@@ -152,7 +152,7 @@ StepResult run_step(const TrainConfig& base, const Variant& v, int ranks_per_nod
                                      {cfg.run.seed, uint64_t(kStep), first});
   model.backward(engine, 1.0 / tokens);
   engine.finish_gradients();
-  r.loss = engine.sum_over_ranks(local) / tokens;
+  r.loss = engine.sums().over_ranks(local) / tokens;
   r.gnorm = engine.grad_norm();
   r.grad_begin = engine.states().grads().begin();
   r.grads = copy_store(engine.states().grads());

@@ -193,7 +193,7 @@ StageRun pipeline_step(const TrainConfig& cfg, const Layout& l) {
   out.local_loss = pipeline.run(schedule[stage], engine, m, 1.0 / tokens, source, true);
   const uint64_t seq1 = comm.next_seq();
   engine.finish_gradients();
-  out.loss = engine.sum_over_ranks(out.local_loss) / tokens;
+  out.loss = engine.sums().over_ranks(out.local_loss) / tokens;
   out.gnorm = engine.grad_norm();
 
   const size_t elements = size_t(B) * cfg.model.seq * cfg.model.hidden;

@@ -545,7 +545,7 @@ EngineRun engine_run(const TrainConfig& cfg, ProcessGrid& grid) {
   }
   engine.finish_gradients();
   EngineRun out;
-  out.loss = engine.sum_over_ranks(local_loss) / tokens;
+  out.loss = engine.sums().over_ranks(local_loss) / tokens;
   out.gnorm = engine.grad_norm();
   // Where this rank's gradients hold the final sums — all of its slice under DP, its dp shard of it under
   // ZeRO (ZeRO-1 keeps a whole store, but only the shard is reduced) — put in their whole places.

@@ -1,0 +1,42 @@
+// Sums across the grid's axes in their fixed order (see grid_sums.h).
+#include "parallel/grid_sums.h"
+
+#include <cmath>
+
+namespace shardlab {
+
+namespace {
+double sum_in_rank_order(Communicator& c, double local) {
+  double total = 0.0;
+  for (double v : c.all_gather_value(local)) total += v;
+  return total;
+}
+}  // namespace
+
+double GridSums::over_slices(double local) const { return sequence_parallel_ ? sum_in_rank_order(*tp_, local) : local; }
+
+double GridSums::over_stages(double local) const { return pp_ ? sum_in_rank_order(*pp_, local) : local; }
+
+double GridSums::over_ranks(double local) const {
+  return sum_in_rank_order(*dp_, over_stages(over_slices(local)));  // the same sum everywhere, every layout
+}
+
+double GridSums::norm_of_units(std::vector<double> parts) const {
+  const size_t U = parts.size();
+  auto add_over = [&](Communicator* group) {
+    if (!group || group->size() == 1) return;
+    const std::vector<double> all = group->all_gather_values(parts);
+    for (size_t u = 0; u < U; ++u) {
+      parts[u] = 0.0;
+      for (int r = 0; r < group->size(); ++r) parts[u] += all[size_t(r) * U + u];
+    }
+  };
+  add_over(tp_);
+  add_over(shard_);
+  add_over(pp_);  // a unit lives on one stage: the other stages add exact zeros
+  double total = 0.0;
+  for (double p : parts) total += p;
+  return std::sqrt(total);
+}
+
+}  // namespace shardlab
