@@ -81,15 +81,6 @@ class RegionHooks {
   virtual T* enter_backward(T* d_full, const BlockDims& d) { return d_full; }
   // The region's input again in backward (for the weight gradients), from the saved residual rows.
   virtual const T* region_input(const T* x, T* full, const BlockDims& d) { return x; }
-  // The vocabulary-parallel LM head (model_chunk.cpp): its input from the final LayerNorm's rows (B·T_local)
-  // to the B·T rows every tp rank's vocabulary slice multiplies — f, or with SP an all-gather along s (also
-  // in backward, for the weight gradient: only the shard is kept) — and its input gradient back: every
-  // rank's part summed in place (SP: reduce-scattered into the first B·T_local rows).
-  virtual const T* head_input(const T* x, T* full, const BlockDims& d) { return x; }
-  virtual void head_input_backward(T* d_full, const BlockDims& d) {}
-  // The parallel cross-entropy's reductions over the vocabulary slices, in place on n values.
-  virtual void vocab_max(T* x, size_t n) {}
-  virtual void vocab_sum(T* x, size_t n) {}
 };
 
 // Compute buffers of one block's forward and backward, shared by every block of a chunk and every

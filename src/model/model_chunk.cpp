@@ -7,10 +7,7 @@
 #include <utility>
 
 #include "core/flops.h"
-#include "model/cross_entropy.h"
 #include "model/embedding.h"
-#include "model/layernorm.h"
-#include "model/linear.h"
 
 namespace shardlab {
 
@@ -24,7 +21,7 @@ struct ModelChunk<T>::Records {
 
 template <class T>
 ModelChunk<T>::ModelChunk(const GPTConfig& cfg, const ParamLayout& layout, ChunkSpec spec, int capacity,
-                          ActivationPolicy policy, MemoryLedger& ledger, RegionHooks<T>* hooks, ModelSlice slice,
+                          ActivationPolicy policy, MemoryLedger& ledger, ChunkHooks<T>* hooks, ModelSlice slice,
                           std::shared_ptr<ChunkWorkspace<T>> workspace)
     : cfg_(cfg),
       layout_(layout),
@@ -87,7 +84,7 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
   Records& r = *rp;
   records_[mb.id] = std::move(rp);
   r.mb = mb;
-  const int Tn = cfg_.seq, C = cfg_.hidden, V = cfg_.vocab, B = mb.B;
+  const int Tn = cfg_.seq, C = cfg_.hidden, B = mb.B;
   const BlockDims d0 = dims(B, spec_.first_block);
   const size_t R = d0.rows();
   const int Tl = d0.T_local, t0 = d0.first_position;
@@ -133,38 +130,7 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
     access.params_done(unit, false);
   }
   if (!spec_.head) return 0.0;
-
-  const int head = cfg_.layers + 1;
-  HeadRecord<T>& h = r.head;
-  UnitPtr<const T*> P{access.params(head, false), layout_.unit_begin(head)};
-  const T* hx = h.x.half() ? ws_.x : h.x.data();
-  h.lnf = Saved<T>(ledger_, "head.lnf", R * C, policy_.bf16);
-  h.lnf_mean = Saved<T>(ledger_, "head.lnf_mean", R, false);
-  h.lnf_rstd = Saved<T>(ledger_, "head.lnf_rstd", R, false);
-  // The loss's softmax in the compute type: this rank's V/t columns of the head's rows (d0.region_rows():
-  // with sequence parallelism the head runs the whole sequence; without, its rows are the residual's).
-  const int t = slice_.tp, Vl = V / t, v0 = slice_.tp_rank * Vl;
-  const size_t N = t > 1 ? d0.region_rows() : R;
-  h.probs = Saved<T>(ledger_, "head.probs", N * Vl, false);
-  T* lnf = produce(h.lnf, ws_.ln1);
-  layernorm_forward(lnf, h.lnf_mean.data(), h.lnf_rstd.data(), hx, P(layout_.lnf_w), P(layout_.lnf_b),
-                    static_cast<int>(R), C);
-  keep(h.lnf, lnf);
-  if (t == 1) {  // the whole head on one rank: no seam at all
-    linear_forward(h.probs.data(), lnf, P(layout_.lm_head), static_cast<const T*>(nullptr), static_cast<int>(R), C, V);
-    access.params_done(head, false);
-    return cross_entropy_forward(h.probs.data(), r.targets.data(), static_cast<int>(R), V);
-  }
-  // Vocabulary-parallel: f (SP: the all-gather along s), this rank's logits, the parallel cross-entropy.
-  const T* in = hooks_->head_input(lnf, ws_.full_a, d0);
-  linear_forward(h.probs.data(), in, P(layout_.lm_head), static_cast<const T*>(nullptr), static_cast<int>(N), C, Vl);
-  access.params_done(head, false);
-  Buffer<T> stats(ledger_, Mem::workspace, 3 * N, 0, nullptr, false);
-  const bool sp = slice_.sequence_parallel;
-  return vocab_parallel_cross_entropy_forward(
-      h.probs.data(), r.targets.data(), static_cast<int>(N), Vl, v0, stats.data(),
-      [&](T* x, size_t n) { hooks_->vocab_max(x, n); }, [&](T* x, size_t n) { hooks_->vocab_sum(x, n); },
-      [&](int n) { return !sp || (n % Tn >= t0 && n % Tn < t0 + Tl); });  // SP: this rank's positions' loss
+  return head_forward(r.head, r.targets.data(), access, layout_, cfg_, slice_, d0, policy_.bf16, ws_, *hooks_, ledger_);
 }
 
 template <class T>
@@ -173,7 +139,7 @@ void ModelChunk<T>::backward(int mb_id, UnitAccess<T>& access, T loss_scale, con
   if (it == records_.end())
     throw std::logic_error("backward of micro-batch " + std::to_string(mb_id) + " without its forward");
   Records& r = *it->second;
-  const int C = cfg_.hidden, V = cfg_.vocab, B = r.mb.B, Tn = cfg_.seq;
+  const int C = cfg_.hidden, B = r.mb.B, Tn = cfg_.seq;
   const BlockDims d0 = dims(B, spec_.first_block);
   const size_t R = d0.rows();
   const BlockRun run = run_of(r);
@@ -181,32 +147,10 @@ void ModelChunk<T>::backward(int mb_id, UnitAccess<T>& access, T loss_scale, con
     access.params_done(u, true);
     access.grads_done(u);
   };
-  if (spec_.head) {
-    const int head = cfg_.layers + 1;
-    HeadRecord<T>& h = r.head;
-    UnitPtr<const T*> P{access.params(head, true), layout_.unit_begin(head)};
-    UnitPtr<T*> G{access.grads(head), layout_.unit_begin(head)};
-    const int t = slice_.tp, Vl = V / t, v0 = slice_.tp_rank * Vl;
-    if (t == 1) {
-      cross_entropy_backward(h.probs.data(), r.targets.data(), static_cast<int>(R), V, loss_scale);  // now d_logits
-      linear_backward(ws_.d_ln, G(layout_.lm_head), static_cast<T*>(nullptr), h.probs.data(), use(h.lnf, ws_.ln1),
-                      P(layout_.lm_head), static_cast<int>(R), C, V);
-    } else {  // this slice's d_logits and weight gradient; the input gradient summed over the slices (f)
-      const int N = static_cast<int>(d0.region_rows());
-      vocab_parallel_cross_entropy_backward(h.probs.data(), r.targets.data(), N, Vl, v0, loss_scale);
-      const T* in = hooks_->head_input(use(h.lnf, ws_.ln1), ws_.full_a, d0);  // SP: gathered again
-      linear_backward(ws_.d_ln, G(layout_.lm_head), static_cast<T*>(nullptr), h.probs.data(), in, P(layout_.lm_head), N,
-                      C, Vl);
-      hooks_->head_input_backward(ws_.d_ln, d0);
-    }
-    std::memset(static_cast<void*>(ws_.d_res), 0, R * C * sizeof(T));
-    layernorm_backward(ws_.d_res, G(layout_.lnf_w), G(layout_.lnf_b), ws_.d_ln, use(h.x, ws_.x), P(layout_.lnf_w),
-                       h.lnf_mean.data(), h.lnf_rstd.data(), static_cast<int>(R), C);
-    done(head);
-    h = HeadRecord<T>();
-  } else {
+  if (spec_.head)  // ws_.d_res: d(the head's input)
+    head_backward(r.head, r.targets.data(), loss_scale, access, layout_, cfg_, slice_, d0, ws_, *hooks_);
+  else
     std::memcpy(static_cast<void*>(ws_.d_res), d_out, R * C * sizeof(T));
-  }
   for (int i = spec_.end_block - spec_.first_block - 1; i >= 0; --i) {  // ws_.d_res holds d(output of block)
     const int l = spec_.first_block + i, unit = l + 1;
     const auto w = BlockTensors<const T*>::at(access.params(unit, true), layout_.unit_begin(unit), layout_.blocks[l]);

@@ -21,6 +21,7 @@
 #include "model/chunk_spec.h"
 #include "model/chunk_workspace.h"
 #include "model/config.h"
+#include "model/head.h"
 #include "model/param_layout.h"
 #include "model/unit_access.h"
 
@@ -37,13 +38,18 @@ struct MicroBatch {
   bool train = true;  // dropout on; false for evaluation
 };
 
+// What a layout gives a chunk to communicate through: its blocks' region seams and its head's vocabulary
+// seams (tensor parallelism: parallel/tensor_parallel.h). The base class is the identity.
+template <class T>
+class ChunkHooks : public RegionHooks<T>, public HeadHooks<T> {};
+
 template <class T>
 class ModelChunk {
  public:
   // capacity: the largest micro-batch; hooks: the tensor-parallel seams (null: identity); workspace: the
   // scratch of another chunk that never runs at the same time as this one (null: a workspace of its own).
   ModelChunk(const GPTConfig& cfg, const ParamLayout& layout, ChunkSpec spec, int capacity, ActivationPolicy policy,
-             MemoryLedger& ledger, RegionHooks<T>* hooks = nullptr, ModelSlice slice = {},
+             MemoryLedger& ledger, ChunkHooks<T>* hooks = nullptr, ModelSlice slice = {},
              std::shared_ptr<ChunkWorkspace<T>> workspace = nullptr);
   ~ModelChunk();
 
@@ -76,8 +82,8 @@ class ModelChunk {
   int capacity_;
   ActivationPolicy policy_;
   MemoryLedger& ledger_;
-  RegionHooks<T> identity_;
-  RegionHooks<T>* hooks_;
+  ChunkHooks<T> identity_;
+  ChunkHooks<T>* hooks_;
   ModelSlice slice_;
   std::shared_ptr<ChunkWorkspace<T>> workspace_;
   BlockScratch<T> ws_{};  // workspace_'s pointers

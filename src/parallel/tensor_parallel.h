@@ -23,16 +23,16 @@
 #pragma once
 #include "comm/communicator.h"
 #include "core/ledger.h"
-#include "model/block.h"
+#include "model/model_chunk.h"
 #include "parallel/megatron_fg.h"
 
 namespace shardlab {
 
-// The block's RegionHooks for tensor parallelism, with or without sequence parallelism. One per rank,
-// shared by the blocks of all its chunks (only one collective uses the packing scratch at a time); the
-// scratch (B·T·C at the micro-batch capacity) is booked as workspace.
+// The chunk's hooks for tensor parallelism (the blocks' regions and the vocabulary-parallel head), with or without
+// sequence parallelism. One per rank, shared by the blocks of all its chunks (only one collective uses the packing
+// scratch at a time); the scratch (B·T·C at the micro-batch capacity) is booked as workspace.
 template <class T>
-class TensorParallelRegions : public RegionHooks<T> {
+class TensorParallelRegions : public ChunkHooks<T> {
  public:
   TensorParallelRegions(Communicator& tp, bool sequence_parallel, size_t capacity_rows, int C, MemoryLedger& ledger);
   const T* enter(const T* x, T* full, const BlockDims& d) override;

@@ -1,0 +1,94 @@
+// The head's forward and backward (see head.h).
+#include "model/head.h"
+
+#include <cstring>
+
+#include "core/ledger.h"
+#include "model/cross_entropy.h"
+#include "model/layernorm.h"
+#include "model/linear.h"
+
+namespace shardlab {
+
+template <class T>
+double head_forward(HeadRecord<T>& h, const int32_t* targets, UnitAccess<T>& access, const ParamLayout& layout,
+                    const GPTConfig& cfg, const ModelSlice& slice, const BlockDims& d, bool bf16, BlockScratch<T>& ws,
+                    HeadHooks<T>& hooks, MemoryLedger& ledger) {
+  const int unit = cfg.layers + 1, C = cfg.hidden, V = cfg.vocab, Tn = cfg.seq;
+  const size_t R = d.rows();
+  const int Tl = d.T_local, t0 = d.first_position;
+  const T* base = access.params(unit, false);
+  auto P = [&](size_t offset) { return base + (offset - layout.unit_begin(unit)); };
+  const T* hx = h.x.half() ? ws.x : h.x.data();
+  h.lnf = Saved<T>(ledger, "head.lnf", R * C, bf16);
+  h.lnf_mean = Saved<T>(ledger, "head.lnf_mean", R, false);
+  h.lnf_rstd = Saved<T>(ledger, "head.lnf_rstd", R, false);
+  // The loss's softmax in the compute type: this rank's V/t columns of the head's rows (d.region_rows():
+  // with sequence parallelism the head runs the whole sequence; without, its rows are the residual's).
+  const int t = slice.tp, Vl = V / t, v0 = slice.tp_rank * Vl;
+  const size_t N = t > 1 ? d.region_rows() : R;
+  h.probs = Saved<T>(ledger, "head.probs", N * Vl, false);
+  T* lnf = produce(h.lnf, ws.ln1);
+  layernorm_forward(lnf, h.lnf_mean.data(), h.lnf_rstd.data(), hx, P(layout.lnf_w), P(layout.lnf_b),
+                    static_cast<int>(R), C);
+  keep(h.lnf, lnf);
+  if (t == 1) {  // the whole head on one rank: no seam at all
+    linear_forward(h.probs.data(), lnf, P(layout.lm_head), static_cast<const T*>(nullptr), static_cast<int>(R), C, V);
+    access.params_done(unit, false);
+    return cross_entropy_forward(h.probs.data(), targets, static_cast<int>(R), V);
+  }
+  // Vocabulary-parallel: f (SP: the all-gather along s), this rank's logits, the parallel cross-entropy.
+  const T* in = hooks.head_input(lnf, ws.full_a, d);
+  linear_forward(h.probs.data(), in, P(layout.lm_head), static_cast<const T*>(nullptr), static_cast<int>(N), C, Vl);
+  access.params_done(unit, false);
+  Buffer<T> stats(ledger, Mem::workspace, 3 * N, 0, nullptr, false);
+  const bool sp = slice.sequence_parallel;
+  return vocab_parallel_cross_entropy_forward(
+      h.probs.data(), targets, static_cast<int>(N), Vl, v0, stats.data(),
+      [&](T* x, size_t n) { hooks.vocab_max(x, n); }, [&](T* x, size_t n) { hooks.vocab_sum(x, n); },
+      [&](int n) { return !sp || (n % Tn >= t0 && n % Tn < t0 + Tl); });  // SP: this rank's positions' loss
+}
+
+template <class T>
+void head_backward(HeadRecord<T>& h, const int32_t* targets, T loss_scale, UnitAccess<T>& access,
+                   const ParamLayout& layout, const GPTConfig& cfg, const ModelSlice& slice, const BlockDims& d,
+                   BlockScratch<T>& ws, HeadHooks<T>& hooks) {
+  const int unit = cfg.layers + 1, C = cfg.hidden, V = cfg.vocab;
+  const size_t R = d.rows();
+  const T* wbase = access.params(unit, true);
+  T* gbase = access.grads(unit);
+  auto P = [&](size_t offset) { return wbase + (offset - layout.unit_begin(unit)); };
+  auto G = [&](size_t offset) { return gbase + (offset - layout.unit_begin(unit)); };
+  const int t = slice.tp, Vl = V / t, v0 = slice.tp_rank * Vl;
+  if (t == 1) {
+    cross_entropy_backward(h.probs.data(), targets, static_cast<int>(R), V, loss_scale);  // now d_logits
+    linear_backward(ws.d_ln, G(layout.lm_head), static_cast<T*>(nullptr), h.probs.data(), use(h.lnf, ws.ln1),
+                    P(layout.lm_head), static_cast<int>(R), C, V);
+  } else {  // this slice's d_logits and weight gradient; the input gradient summed over the slices (f)
+    const int N = static_cast<int>(d.region_rows());
+    vocab_parallel_cross_entropy_backward(h.probs.data(), targets, N, Vl, v0, loss_scale);
+    const T* in = hooks.head_input(use(h.lnf, ws.ln1), ws.full_a, d);  // SP: gathered again
+    linear_backward(ws.d_ln, G(layout.lm_head), static_cast<T*>(nullptr), h.probs.data(), in, P(layout.lm_head), N, C,
+                    Vl);
+    hooks.head_input_backward(ws.d_ln, d);
+  }
+  std::memset(static_cast<void*>(ws.d_res), 0, R * C * sizeof(T));
+  layernorm_backward(ws.d_res, G(layout.lnf_w), G(layout.lnf_b), ws.d_ln, use(h.x, ws.x), P(layout.lnf_w),
+                     h.lnf_mean.data(), h.lnf_rstd.data(), static_cast<int>(R), C);
+  access.params_done(unit, true);
+  access.grads_done(unit);
+  h = HeadRecord<T>();
+}
+
+#define SHARDLAB_HEAD(T)                                                                                         \
+  template double head_forward<T>(HeadRecord<T>&, const int32_t*, UnitAccess<T>&, const ParamLayout&,            \
+                                  const GPTConfig&, const ModelSlice&, const BlockDims&, bool, BlockScratch<T>&, \
+                                  HeadHooks<T>&, MemoryLedger&);                                                 \
+  template void head_backward<T>(HeadRecord<T>&, const int32_t*, T, UnitAccess<T>&, const ParamLayout&,          \
+                                 const GPTConfig&, const ModelSlice&, const BlockDims&, BlockScratch<T>&,        \
+                                 HeadHooks<T>&);
+SHARDLAB_HEAD(float)
+SHARDLAB_HEAD(double)
+#undef SHARDLAB_HEAD
+
+}  // namespace shardlab
