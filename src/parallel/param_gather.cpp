@@ -41,9 +41,9 @@ typename DataParallel<T>::Gathered& DataParallel<T>::gathered(int unit) {
 
 template <class T>
 const T* DataParallel<T>::params(int unit, bool backward) {
-  if (const T* full = states_->compute_params()) {
+  if (!is_sharded(strategy_, Mem::param)) {  // DP, ZeRO-1, ZeRO-2: every weight is here
     if (!backward) unit_start_us_ = trace_.now_us();
-    return full + comm_lo(unit);
+    return states_->compute_params() + comm_lo(unit);
   }
   Gathered& g = gathered(unit);
   const int next = backward ? unit - 1 : unit + 1;
@@ -57,7 +57,7 @@ template <class T>
 void DataParallel<T>::params_done(int unit, bool backward) {
   if (!backward && trace_.enabled())
     trace_.add("forward unit " + std::to_string(unit), "compute", unit_start_us_, trace_.now_us());
-  if (!states_->compute_params()) gathered_.erase(unit);  // free the unit's full weights
+  if (is_sharded(strategy_, Mem::param)) gathered_.erase(unit);  // free the unit's full weights
   progress();
 }
 
