@@ -7,6 +7,9 @@
 
 namespace shardlab {
 
+// A tag is ((gradient ? K : 0) + model chunk) · m + micro-batch < 2 · K · m ≤ 2 · kMaxPipelineSlots.
+static_assert(2 * kMaxPipelineSlots <= Communicator::kMaxUserTag + 1, "pipeline tags would reach the collectives'");
+
 namespace {
 double now_us() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -19,11 +22,31 @@ PipelineStage<T>::PipelineStage(const PipelinePartition& part, int stage, std::v
     : part_(part), stage_(stage), chunks_(std::move(chunks)), pp_(pp), ledger_(ledger) {}
 
 template <class T>
+class PipelineStage<T>::Progressing : public UnitAccess<T> {
+ public:
+  Progressing(PipelineStage& stage, UnitAccess<T>& inner) : stage_(stage), inner_(inner) {}
+  const T* params(int unit, bool backward) override { return inner_.params(unit, backward); }
+  void params_done(int unit, bool backward) override {
+    inner_.params_done(unit, backward);
+    stage_.drop_sent();
+  }
+  T* grads(int unit) override { return inner_.grads(unit); }
+  void grads_done(int unit) override {
+    inner_.grads_done(unit);
+    stage_.drop_sent();
+  }
+
+ private:
+  PipelineStage& stage_;
+  UnitAccess<T>& inner_;
+};
+
+template <class T>
 const MicroBatch& PipelineStage<T>::batch(int i, const MicroBatchSource& source) {
   auto it = tokens_.find(i);
   if (it == tokens_.end()) {
     Tokens& t = tokens_[i];
-    t.mb = source(i, t.inputs, t.targets);
+    t.mb = source.draw(i, t.inputs, t.targets);
     t.mb.id = i;
     return t.mb;
   }
@@ -51,7 +74,7 @@ void PipelineStage<T>::post_receive(bool gradient, const Action& a, int m, const
   const Key key{a.micro_batch, a.chunk};
   if (inbox.count(key)) return;
   const int k = part_.model_chunk(stage_, a.chunk), from = gradient ? k + 1 : k - 1;
-  const size_t n = message_elements(a.chunk, batch(a.micro_batch, source).B);
+  const size_t n = message_elements(a.chunk, source.samples(a.micro_batch));
   Incoming& in = inbox[key];
   in.buffer = Buffer<T>(ledger_, Mem::comm_buffer, n, 0, nullptr, false);
   in.receiving = pp_->start_recv(in.buffer.data(), n, peer(from), tag(gradient, k, a.micro_batch, m));
@@ -99,8 +122,10 @@ void PipelineStage<T>::drop_sent() {
 }
 
 template <class T>
-double PipelineStage<T>::run(const StageActions& actions, DataParallel<T>& engine, int m, T loss_scale,
-                             const MicroBatchSource& source, bool train) {
+double PipelineStage<T>::run(const StageActions& actions, UnitAccess<T>& weights, int m, T loss_scale,
+                             const MicroBatchSource& source, bool train,
+                             const std::function<void(bool last)>& before_backward) {
+  Progressing access(*this, weights);
   double loss = 0.0;
   measured_.clear();
   tokens_.clear();
@@ -126,21 +151,22 @@ double PipelineStage<T>::run(const StageActions& actions, DataParallel<T>& engin
           throw std::logic_error("pipeline: a forward before its activation arrived");
         T* x_out = chunk.spec().head ? nullptr : outgoing(false, key, message_elements(a.chunk, mb.B)).buffer.data();
         const double t0 = now_us();
-        loss += chunk.forward(mb, engine, in == activations_in_.end() ? nullptr : in->second.buffer.data(), x_out);
+        loss += chunk.forward(mb, access, in == activations_in_.end() ? nullptr : in->second.buffer.data(), x_out);
         measured_.push_back({Act::forward, a.micro_batch, a.chunk, t0, now_us()});
         if (in != activations_in_.end()) activations_in_.erase(in);  // the chunk copied it into its record
         if (!train) chunk.release(a.micro_batch);
         break;
       }
       case Act::backward: {
-        const MicroBatch& mb = batch(a.micro_batch, source);
         auto g = gradients_in_.find(key);
         if (!chunk.spec().head && (g == gradients_in_.end() || !g->second.arrived))
           throw std::logic_error("pipeline: a backward before its output's gradient arrived");
-        T* d_in = chunk.spec().embedding ? nullptr : outgoing(true, key, message_elements(a.chunk, mb.B)).buffer.data();
-        engine.begin_backward(a.micro_batch == m - 1);  // the chunk's last backward of the step: sync starts
+        T* d_in = chunk.spec().embedding
+                      ? nullptr
+                      : outgoing(true, key, message_elements(a.chunk, source.samples(a.micro_batch))).buffer.data();
+        if (before_backward) before_backward(a.micro_batch == m - 1);  // the chunk's last backward: sync starts
         const double t0 = now_us();
-        chunk.backward(a.micro_batch, engine, loss_scale, g == gradients_in_.end() ? nullptr : g->second.buffer.data(),
+        chunk.backward(a.micro_batch, access, loss_scale, g == gradients_in_.end() ? nullptr : g->second.buffer.data(),
                        d_in);
         measured_.push_back({Act::backward, a.micro_batch, a.chunk, t0, now_us()});
         if (g != gradients_in_.end()) gradients_in_.erase(g);

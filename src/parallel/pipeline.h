@@ -3,8 +3,12 @@
 // forward, send its output to the next stage; receive the output's gradient, run the backward, send the
 // input's gradient back. Messages travel point to point on the pp axis (counted in the comm ledger as
 // send/recv); every send is posted without waiting for it, so no schedule deadlocks on large messages, and
-// the buffer stays alive until the send completes. Before each backward the engine learns whether it is the
-// chunk's last one of the step (gradient synchronisation starts then, not after the last forward).
+// the buffer stays alive until the send completes; the stage moves its own sends on between units, while its
+// chunks compute. It knows nothing of the data-parallel engine: it gets the weights and gradients through
+// UnitAccess, and a callback before each backward says whether it is the chunk's last one of the step (the
+// engine starts gradient synchronisation then, not after the last forward). Messages are sized from the
+// chunk and the micro-batch's sample count alone (no data is drawn for a receive), and their tags stay below
+// Communicator::kMaxUserTag for every run kMaxPipelineSlots allows (schedule.h, the one bound).
 // Each receive is posted one ahead — as soon as the previous receive of the same kind (activation or
 // gradient) has arrived — so a message finds its receive waiting and MPI delivers it while the sending
 // stage computes (a message that arrives unannounced waits for its sender's next call into MPI).
@@ -20,7 +24,7 @@
 
 #include "comm/communicator.h"
 #include "model/model_chunk.h"
-#include "parallel/data_parallel.h"
+#include "model/unit_access.h"
 #include "parallel/pipeline_partition.h"
 #include "parallel/schedule.h"
 
@@ -33,6 +37,13 @@ struct MeasuredSlot {
   double start_us, end_us;
 };
 
+// The micro-batches of one pass: how many samples micro-batch i holds (sizes its messages), and the
+// micro-batch itself, its tokens drawn into the given vectors (only where a chunk computes on it).
+struct MicroBatchSource {
+  std::function<int(int i)> samples;
+  std::function<MicroBatch(int i, std::vector<int32_t>& inputs, std::vector<int32_t>& targets)> draw;
+};
+
 template <class T>
 class PipelineStage {
  public:
@@ -40,14 +51,12 @@ class PipelineStage {
   PipelineStage(const PipelinePartition& part, int stage, std::vector<ModelChunk<T>*> chunks, Communicator* pp,
                 MemoryLedger& ledger);
 
-  // One pass over `actions` for m micro-batches. micro_batch(i, tokens_in, tokens_out) describes micro-batch i
-  // (its tokens are drawn into the given vectors). Training runs the backwards too (loss_scale: the one loss
-  // normalisation); evaluation (train = false) runs forwards only and frees each record after it. Returns Σ
-  // of the token losses this stage's head computed (0 on the other stages).
-  using MicroBatchSource =
-      std::function<MicroBatch(int i, std::vector<int32_t>& inputs, std::vector<int32_t>& targets)>;
-  double run(const StageActions& actions, DataParallel<T>& engine, int m, T loss_scale,
-             const MicroBatchSource& micro_batch, bool train);
+  // One pass over `actions` for m micro-batches, computing through `weights`. Training runs the backwards too
+  // (loss_scale: the one loss normalisation; before_backward(last) before each, last = the chunk's last backward
+  // of the step); evaluation (train = false) runs forwards only and frees each record after it. Returns Σ of
+  // the token losses this stage's head computed (0 on the other stages).
+  double run(const StageActions& actions, UnitAccess<T>& weights, int m, T loss_scale, const MicroBatchSource& source,
+             bool train, const std::function<void(bool last)>& before_backward = {});
   const std::vector<MeasuredSlot>& measured() const { return measured_; }  // the last run's compute actions
   int stage() const { return stage_; }
 
@@ -71,6 +80,7 @@ class PipelineStage {
     Communicator::Pending sending;
     bool posted = false;
   };
+  class Progressing;  // the caller's UnitAccess, moving this stage's sends on between units
   const MicroBatch& batch(int i, const MicroBatchSource& source);
   size_t message_elements(int chunk, int samples) const;
   int peer(int model_chunk) const { return part_.stage_of(model_chunk); }

@@ -31,14 +31,16 @@ double evaluate_pipeline(PipelineStage<T>& stage, DataParallel<T>& engine, const
   int n = data.windows(TextData::Part::validation);
   if (max_windows > 0) n = std::min(n, max_windows);
   const int batches = (n + capacity - 1) / capacity, Tn = static_cast<int>(data.seq());
-  // In passes: a message's tag names its micro-batch among 2·p·v·m (pipeline.cpp), so one pass runs at most
-  // as many micro-batches as the tags can tell apart — and holds only that pass's windows.
+  // In passes: one pass runs at most as many micro-batches as the pipeline's tags can tell apart
+  // (kMaxPipelineSlots, schedule.h) — and holds only that pass's windows.
   const int chunks = part.stages * part.virtual_stages;
-  const int per_pass = std::max(1, (Communicator::kMaxUserTag + 1) / (2 * chunks));
+  const int per_pass = std::max(1, kMaxPipelineSlots / chunks);
   double local = 0.0;
   for (int first_batch = 0; first_batch < batches; first_batch += per_pass) {
     const int m = std::min(per_pass, batches - first_batch);
-    auto source = [&](int i, std::vector<int32_t>& in, std::vector<int32_t>& tg) {
+    MicroBatchSource source;
+    source.samples = [&](int i) { return std::min(capacity, n - (first_batch + i) * capacity); };
+    source.draw = [&](int i, std::vector<int32_t>& in, std::vector<int32_t>& tg) {
       const int first = (first_batch + i) * capacity, count = std::min(capacity, n - first);
       in.resize(size_t(count) * Tn);
       tg.resize(in.size());

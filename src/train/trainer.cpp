@@ -112,14 +112,17 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     Trace::Span step_span(ledgers.trace, "step " + std::to_string(step), "step", 2);
     engine.begin_step();
     // Micro-batch k of this rank: samples [dp_rank·per_rank + k·B, … + B) of the global batch.
-    auto micro_batch = [&](int k, std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
+    MicroBatchSource micro_batches;
+    micro_batches.samples = [&](int) { return B; };
+    micro_batches.draw = [&](int k, std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
       const uint64_t first = static_cast<uint64_t>(dp_rank) * per_rank + static_cast<uint64_t>(k) * B;
       inputs.resize(size_t(B) * Tn);
       targets.resize(inputs.size());
       data.train_batch(cfg.run.seed, step, first, B, inputs.data(), targets.data());
       return MicroBatch{k, B, inputs.data(), targets.data(), {cfg.run.seed, uint64_t(step), first}};
     };
-    const double local_loss = pipeline.run(schedule[stage], engine, accum, loss_scale, micro_batch, true);
+    const double local_loss = pipeline.run(schedule[stage], engine, accum, loss_scale, micro_batches, true,
+                                           [&](bool last) { engine.begin_backward(last); });
     if (step == cfg.run.steps) last_slots = pipeline.measured();  // the last step's timeline (for the picture)
     engine.finish_gradients();
     const double loss = engine.sums().over_ranks(local_loss) / tokens_per_step;

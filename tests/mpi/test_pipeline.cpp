@@ -181,7 +181,9 @@ StageRun pipeline_step(const TrainConfig& cfg, const Layout& l) {
   const double tokens = double(cfg.global_batch) * cfg.model.seq;
   const std::vector<StageActions> schedule = make_schedule(l.kind, cfg.layout.pp, m, cfg.layout.virtual_stages);
   engine.begin_step();
-  auto source = [&](int k, std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
+  MicroBatchSource source;
+  source.samples = [&](int) { return B; };
+  source.draw = [&](int k, std::vector<int32_t>& inputs, std::vector<int32_t>& targets) {
     const uint64_t first = uint64_t(dp_rank) * per_rank + uint64_t(k) * B;
     fill_tokens(cfg.model, first, B, inputs, targets);
     return MicroBatch{k, B, inputs.data(), targets.data(), {cfg.run.seed, kStep, first}};
@@ -190,7 +192,8 @@ StageRun pipeline_step(const TrainConfig& cfg, const Layout& l) {
   StageRun out;
   out.stage = stage;
   out.dp_rank = dp_rank;
-  out.local_loss = pipeline.run(schedule[stage], engine, m, 1.0 / tokens, source, true);
+  out.local_loss = pipeline.run(schedule[stage], engine, m, 1.0 / tokens, source, true,
+                                [&](bool last) { engine.begin_backward(last); });
   const uint64_t seq1 = comm.next_seq();
   engine.finish_gradients();
   out.loss = engine.sums().over_ranks(out.local_loss) / tokens;
