@@ -1,14 +1,12 @@
 // The data-parallel engine across tensor-parallel ranks (see data_parallel.h). Each tp rank holds a
 // slice of every block (model/param_layout.h) and the replicated tensors whole; two things then reach
 // across the tp group, each in a fixed order (the ring's for the all-reduce, tp rank order for the norm):
-//  - with sequence parallelism each rank's replicated tensors (LayerNorms, the row-parallel biases, the
-//    embeddings and the head) saw only its positions, so their gradients are partial sums: one all-reduce
-//    over tp of all of them in this rank's range (purpose "replicated_grads") makes them whole;
+//  - with sequence parallelism each rank's replicated tensors saw only its positions, so their gradients are
+//    partial sums: one all-reduce over tp of this rank's range of them (grid_sums.h) makes them whole;
 //  - the gradient norm counts every parameter once: the slices on every tp rank, the replicated tensors
 //    on tp rank 0 only (unit by unit, see grad_norm), so clipping matches the single process.
 // (A checkpoint gathers every rank's slices into whole tensors: whole_checkpoint.cpp.)
 #include <algorithm>
-#include <cstring>
 
 #include "parallel/data_parallel.h"
 
@@ -16,42 +14,12 @@ namespace shardlab {
 
 template <class T>
 void DataParallel<T>::reduce_replicated_grads() {
-  FlatStore<T>& g = states_->grads();
   // Where the gradients hold their final sums: everywhere under DP, else this rank's shard.
+  const FlatStore<T>& g = states_->grads();
   const bool whole = strategy_ == Strategy::dp;
   const size_t lo = std::max(whole ? size_t(0) : shards_.my_begin(), g.begin());
   const size_t hi = std::min(whole ? shards_.padded() : shards_.my_end(), g.end());
-  std::vector<std::pair<size_t, size_t>> runs;
-  size_t n = 0;
-  for (const TensorSpec& t : layout_.tensors()) {
-    if (!t.replicated()) continue;
-    const size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.numel);
-    if (a < b) {
-      runs.push_back({a, b});
-      n += b - a;
-    }
-  }
-  if (n == 0) return;  // the same on every tp rank: their layouts and shards are alike
-  Communicator::Purpose purpose(*tp_, "replicated_grads");
-  auto reduce = [&](auto* first) {  // pack the runs, one all-reduce, unpack
-    using E = std::remove_pointer_t<decltype(first)>;
-    Buffer<E> packed(ledger_, Mem::workspace, n, 0, nullptr, false);
-    size_t at = 0;
-    for (auto [a, b] : runs) {
-      std::memcpy(packed.data() + at, g.raw(a), (b - a) * sizeof(E));
-      at += b - a;
-    }
-    tp_->all_reduce(packed.data(), n);
-    at = 0;
-    for (auto [a, b] : runs) {
-      std::memcpy(g.raw(a), packed.data() + at, (b - a) * sizeof(E));
-      at += b - a;
-    }
-  };
-  if (g.is_bf16())
-    reduce(static_cast<bf16*>(nullptr));
-  else
-    reduce(static_cast<T*>(nullptr));
+  sums_->replicated_grads(states_->grads(), layout_, lo, hi, ledger_);
 }
 
 template <class T>

@@ -6,12 +6,22 @@
 //              last computes the loss: the others add exact zeros), then over the dp ranks.
 //   grad norm  Σ g² of each unit over this rank's part of it, the parts of a unit added over tp, then over the
 //              shard group, then over pp (a unit lives on one stage); then the units added in unit order; √.
-// The engine (data_parallel.h) computes each unit's part (a replicated tensor counted on tp rank 0 only); the
-// replicated tensors' gradients under sequence parallelism are summed over tp in across_tp.cpp.
+//              The engine (data_parallel.h) computes each unit's part (a replicated tensor on tp rank 0 only).
+//   replicated gradients (sequence parallelism): each tp rank's replicated tensors (LayerNorms, the
+//              row-parallel biases, the embeddings and the head) saw only its positions, so their gradients are
+//              partial sums: packed, one all-reduce over tp (purpose "replicated_grads", the ring's order),
+//              unpacked.
 #pragma once
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/flat_store.h"
+#include "core/ledger.h"
+#include "model/param_layout.h"
 
 namespace shardlab {
 
@@ -27,10 +37,51 @@ class GridSums {
   double over_ranks(double local) const;   // over_slices, over_stages, then Σ over dp
   // √(Σ over units of the unit's Σ g², each unit's parts added over tp, shard, pp).
   double norm_of_units(std::vector<double> unit_sumsq) const;
+  // The replicated tensors' gradients in [lo, hi) of the flat layout, summed over tp (the same on every tp
+  // rank: their layouts and shards are alike).
+  template <class T>
+  void replicated_grads(FlatStore<T>& grads, const ParamLayout& layout, size_t lo, size_t hi,
+                        MemoryLedger& ledger) const;
 
  private:
   Communicator *tp_, *pp_, *dp_, *shard_;
   bool sequence_parallel_;
 };
+
+template <class T>
+void GridSums::replicated_grads(FlatStore<T>& g, const ParamLayout& layout, size_t lo, size_t hi,
+                                MemoryLedger& ledger) const {
+  std::vector<std::pair<size_t, size_t>> runs;
+  size_t n = 0;
+  for (const TensorSpec& t : layout.tensors()) {
+    if (!t.replicated()) continue;
+    const size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.numel);
+    if (a < b) {
+      runs.push_back({a, b});
+      n += b - a;
+    }
+  }
+  if (n == 0) return;
+  Communicator::Purpose purpose(*tp_, "replicated_grads");
+  auto reduce = [&](auto* first) {  // pack the runs, one all-reduce, unpack
+    using E = std::remove_pointer_t<decltype(first)>;
+    Buffer<E> packed(ledger, Mem::workspace, n, 0, nullptr, false);
+    size_t at = 0;
+    for (auto [a, b] : runs) {
+      std::memcpy(packed.data() + at, g.raw(a), (b - a) * sizeof(E));
+      at += b - a;
+    }
+    tp_->all_reduce(packed.data(), n);
+    at = 0;
+    for (auto [a, b] : runs) {
+      std::memcpy(g.raw(a), packed.data() + at, (b - a) * sizeof(E));
+      at += b - a;
+    }
+  };
+  if (g.is_bf16())
+    reduce(static_cast<bf16*>(nullptr));
+  else
+    reduce(static_cast<T*>(nullptr));
+}
 
 }  // namespace shardlab
