@@ -140,7 +140,9 @@ void read_layout(const Json& j, LedgerCheck* c) {
   if (l.contains("pp")) c->pp = static_cast<int>(need_in(l, "pp", "layout", 1, 4096));
   if (l.contains("virtual_stages"))
     c->virtual_stages = static_cast<int>(need_in(l, "virtual_stages", "layout", 1, 4096));
-  if (l.contains("pp_layers")) c->pp_layers = need_string(l, "pp_layers", "layout");
+  if (l.contains("pp_layers"))
+    if (const std::string why = parse_layer_counts(need_string(l, "pp_layers", "layout"), &c->pp_layers); !why.empty())
+      throw std::runtime_error("layout.pp_layers " + why);
   if (l.contains("schedule")) {
     const std::string word = need_string(l, "schedule", "layout");
     if (!parse_schedule(word, &c->schedule)) throw std::runtime_error("unknown layout.schedule \"" + word + "\"");

@@ -130,7 +130,7 @@ struct LedgerCheck {
   std::uint64_t world_ranks_per_node = 0;  // layout.ranks_per_node as recorded (layout.ranks_per_node is per dp group)
   bool tp_checked = false;                 // tp > 1 with ring collectives
   int pp = 1, virtual_stages = 1;          // layout.pp, layout.virtual_stages
-  std::string pp_layers;
+  std::vector<int> pp_layers;
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
   bool pp_checked = false;  // pp > 1
   ActivationShape activation_shape;

@@ -161,9 +161,9 @@ void pp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   // The trainer's rules: every stage holds whole layers; an interleaved layout asked for (--virtual-stages)
   // needs layers divisible by p·v and m a multiple of p (by default its column shows "-" where it can't run).
   const int layers = static_cast<int>(std::min<u64>(o.act.layers, std::numeric_limits<int>::max()));
-  if (std::string why = pipeline_problem(layers, v.pp, 1, ScheduleKind::one_f_one_b, ""); !why.empty()) throw Fail{why};
+  if (std::string why = pipeline_problem(layers, v.pp, 1, ScheduleKind::one_f_one_b, {}); !why.empty()) throw Fail{why};
   if (f.given("--virtual-stages")) {
-    if (std::string why = pipeline_problem(layers, v.pp, v.virtual_stages, ScheduleKind::interleaved, ""); !why.empty())
+    if (std::string why = pipeline_problem(layers, v.pp, v.virtual_stages, ScheduleKind::interleaved, {}); !why.empty())
       throw Fail{why};
     if (std::string why = schedule_shape_problem(ScheduleKind::interleaved, v.pp, v.micro_batches, v.virtual_stages);
         !why.empty())

@@ -89,12 +89,13 @@ class HelpFormatter : public CLI::Formatter {
 }  // namespace
 
 struct Flags::Binding {
-  enum Kind { i32, u64, f64, f64_optional, text, choice, toggle } kind;
+  enum Kind { i32, u64, f64, f64_optional, text, choice, parsed, toggle } kind;
   std::string name, group;
   void* field;
   std::vector<std::string> choices;
-  std::function<std::string()> get;             // choices: the current word
-  std::function<void(const std::string&)> set;  // choices: store the word given (one of `choices`)
+  std::function<std::string()> get;                      // choices: the current word
+  std::function<void(const std::string&)> set;           // choices: store the word given (one of `choices`)
+  std::function<std::string(const std::string&)> parse;  // parsed: store the value, or say why not
   int lo = 0, hi = 0;
   std::string raw;  // what CLI11 read
   bool on = false;  // toggles
@@ -110,7 +111,8 @@ struct Flags::Binding {
         return v ? exact_number(*v) : "";
       }
       case toggle: return *static_cast<bool*>(field) ? "true" : "false";
-      case choice: return get();
+      case choice:
+      case parsed: return get();
       default: return *static_cast<std::string*>(field);
     }
   }
@@ -127,6 +129,7 @@ struct Flags::Binding {
         break;
       }
       case text: *static_cast<std::string*>(field) = raw; break;
+      case parsed: why = parse(raw); break;
       case toggle: *static_cast<bool*>(field) = on; break;
       case choice: {
         std::string all;
@@ -218,6 +221,14 @@ void Flags::choice(const std::string& name, std::function<std::string()> get,
   b.set = std::move(set);
   b.option->default_str(b.get());
 }
+void Flags::add(const std::string& name, std::function<std::string()> get,
+                std::function<std::string(const std::string&)> parse, const std::string& help,
+                const std::string& type) {
+  Binding& b = impl_->bind(Binding::parsed, name, nullptr, help, type);
+  b.get = std::move(get);
+  b.parse = std::move(parse);
+  if (!b.get().empty()) b.option->default_str(b.get());
+}
 void Flags::flag(const std::string& name, bool& v, const std::string& help) {
   impl_->bind(Binding::toggle, name, &v, help, "");
 }
@@ -298,7 +309,7 @@ std::string Flags::to_toml(const std::vector<std::string>& commented) const {
       o << "\n# " << group << "\n";
     }
     const std::string key = b->name.substr(b->name.find_first_not_of('-'));
-    const bool is_text = b->kind == Binding::text || b->kind == Binding::choice;
+    const bool is_text = b->kind == Binding::text || b->kind == Binding::choice || b->kind == Binding::parsed;
     const bool comment = std::find(commented.begin(), commented.end(), b->name) != commented.end();
     if (is_text && !representable(b->value_text())) {  // shown as far as it can be, never read back wrong
       o << "# " << key << " cannot be written in a config file (a '#', a line break or both quotes): give " << b->name

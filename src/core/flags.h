@@ -46,6 +46,10 @@ class Flags {
   void add(const std::string& name, double& v, const std::string& help);                 // finite numbers only
   void add(const std::string& name, std::optional<double>& v, const std::string& help);  // absent unless given
   void add(const std::string& name, std::string& v, const std::string& help, const std::string& type = "TEXT");
+  // A value with its own text form (e.g. a list): get writes it, parse reads it into the field or returns why
+  // not (the flag's name is put before the reason).
+  void add(const std::string& name, std::function<std::string()> get,
+           std::function<std::string(const std::string&)> parse, const std::string& help, const std::string& type);
   void choice(const std::string& name, std::string& v, const std::vector<std::string>& choices,
               const std::string& help);
   // A typed setting and its spelling table (core/spelling.h): the words are the choices.

@@ -7,6 +7,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "model/config.h"
@@ -20,7 +21,7 @@ struct ParallelLayout {
   int tp = 1;                      // tensor-parallel ranks (Megatron: heads and MLP width split over them)
   bool sequence_parallel = false;  // with tp > 1: LayerNorm, dropout and residual regions split along the sequence
   int pp = 1;                      // pipeline stages
-  std::string pp_layers;           // layers per stage, "3,5,…" ("" = balanced; parallel/pipeline_partition.h)
+  std::vector<int> pp_layers;      // layers per stage ({} = balanced; --pp-layers 3,5; parallel/pipeline_partition.h)
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
   int virtual_stages = 1;          // model chunks per stage (interleaved)
   int zero = 0;                    // ZeRO stage 0..3 (--zero)

@@ -30,10 +30,15 @@ struct PipelinePartition {
   }
 };
 
-// "" if the layers can be split this way, else one sentence naming the flag.
+// --pp-layers' text form: "3,5" → {3, 5} ("" → {}, balanced). "" on success, else why not (without the flag's
+// name: the command line, or the ledger check, puts it first). The one place the list is parsed.
+std::string parse_layer_counts(const std::string& text, std::vector<int>* out);
+std::string layer_counts_text(const std::vector<int>& counts);  // {3, 5} → "3,5"
+// "" if the layers can be split this way, else one sentence naming the flag. counts: layers per stage ({}:
+// balanced).
 std::string pipeline_problem(int layers, int pp, int virtual_stages, ScheduleKind schedule,
-                             const std::string& pp_layers);
+                             const std::vector<int>& counts);
 // The split (call after pipeline_problem returned "").
-PipelinePartition partition_layers(int layers, int pp, int virtual_stages, const std::string& pp_layers);
+PipelinePartition partition_layers(int layers, int pp, int virtual_stages, const std::vector<int>& counts);
 
 }  // namespace shardlab

@@ -28,7 +28,7 @@ struct StageShape {
   std::uint64_t tp = 1;
   bool sequence_parallel = false;
   int pp = 1, virtual_stages = 1;
-  std::string pp_layers;  // "" balanced
+  std::vector<int> pp_layers;  // layers per stage; {} balanced
 };
 
 PipelinePartition stage_partition(const StageShape& s);

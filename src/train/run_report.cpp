@@ -93,7 +93,7 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
                  {"tp", cfg.layout.tp},
                  {"sequence_parallel", cfg.layout.sequence_parallel},
                  {"pp", cfg.layout.pp},
-                 {"pp_layers", cfg.layout.pp_layers},
+                 {"pp_layers", layer_counts_text(cfg.layout.pp_layers)},
                  {"schedule", schedule_name(cfg.layout.schedule)},
                  {"virtual_stages", cfg.layout.virtual_stages}};
   j["ranks"] = nlohmann::json::array();

@@ -76,7 +76,10 @@ void add_train_flags(Flags& f, TrainConfig& c) {
   f.flag("--sequence-parallel", c.layout.sequence_parallel,
          "with --tp > 1: split LayerNorm, dropout and residual activations along the sequence too");
   f.add("--pp", c.layout.pp, "pipeline stages: consecutive layers per stage, embedding on the first, head on the last");
-  f.add("--pp-layers", c.layout.pp_layers, "layers per stage, e.g. 3,5 (default: balanced)", "LIST");
+  f.add(
+      "--pp-layers", [&c] { return layer_counts_text(c.layout.pp_layers); },
+      [&c](const std::string& text) { return parse_layer_counts(text, &c.layout.pp_layers); },
+      "layers per stage, e.g. 3,5 (default: balanced)", "LIST");
   f.choice("--schedule", c.layout.schedule, kScheduleWords, "pipeline schedule");
   f.add("--virtual-stages", c.layout.virtual_stages, "model chunks per stage (--schedule interleaved)");
   f.add("--zero", c.layout.zero, "ZeRO stage 0 | 1 | 2 | 3");

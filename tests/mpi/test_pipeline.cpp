@@ -236,7 +236,7 @@ void check_layout(const Layout& l, int world) {
   cfg.layout.pp = l.pp;
   cfg.layout.schedule = l.kind;
   cfg.layout.virtual_stages = l.v;
-  cfg.layout.pp_layers = l.pp_layers;
+  REQUIRE(parse_layer_counts(l.pp_layers, &cfg.layout.pp_layers).empty());
   cfg.global_batch = dp * l.m * cfg.micro_batch;
   REQUIRE(pipeline_problem(cfg.model.layers, l.pp, l.v, cfg.layout.schedule, cfg.layout.pp_layers).empty());
   REQUIRE(validate_world(cfg, world).empty());

@@ -21,6 +21,17 @@ ScheduleKind schedule_kind(const char* word) {
   REQUIRE(parse_schedule(word, &k));
   return k;
 }
+// What the command line says of --pp-layers TEXT with these flags: the list's own problem, or the split's.
+std::string problem(int layers, int pp, int v, const char* schedule, const std::string& text) {
+  std::vector<int> counts;
+  if (std::string why = parse_layer_counts(text, &counts); !why.empty()) return "--pp-layers " + why;
+  return pipeline_problem(layers, pp, v, schedule_kind(schedule), counts);
+}
+std::vector<int> counts_of(const std::string& text) {
+  std::vector<int> counts;
+  REQUIRE(parse_layer_counts(text, &counts).empty());
+  return counts;
+}
 }  // namespace
 
 TEST_CASE("pipeline_problem: impossible splits are refused with one sentence naming the flag",
@@ -58,7 +69,7 @@ TEST_CASE("pipeline_problem: impossible splits are refused with one sentence nam
   for (const Bad& b : bad) {
     INFO("layers " << b.layers << ", pp " << b.pp << ", v " << b.v << ", " << b.schedule << ", --pp-layers '"
                    << b.pp_layers << "'");
-    const std::string why = pipeline_problem(b.layers, b.pp, b.v, schedule_kind(b.schedule), b.pp_layers);
+    const std::string why = problem(b.layers, b.pp, b.v, b.schedule, b.pp_layers);
     INFO("message: " << why);
     CHECK_FALSE(why.empty());
     CHECK(why.find(b.names) != std::string::npos);
@@ -75,7 +86,7 @@ TEST_CASE("pipeline_problem: impossible splits are refused with one sentence nam
         Good{12, 2, 3, "interleaved", ""}, Good{4, 1, 1, "1f1b", "4"}}) {
     INFO("layers " << g.layers << ", pp " << g.pp << ", v " << g.v << ", " << g.schedule << ", --pp-layers '"
                    << g.pp_layers << "'");
-    CHECK(pipeline_problem(g.layers, g.pp, g.v, schedule_kind(g.schedule), g.pp_layers).empty());
+    CHECK(problem(g.layers, g.pp, g.v, g.schedule, g.pp_layers).empty());
   }
 }
 
@@ -87,8 +98,10 @@ struct Spec {
 // The chunks partition_layers gives, by model chunk, against the stated ones; and stage_of/local_index.
 void check_split(int layers, int pp, int v, const std::string& list, const std::vector<Spec>& want) {
   INFO("layers " << layers << ", pp " << pp << ", v " << v << ", --pp-layers '" << list << "'");
-  REQUIRE(pipeline_problem(layers, pp, v, v > 1 ? ScheduleKind::interleaved : ScheduleKind::one_f_one_b, list).empty());
-  const PipelinePartition part = partition_layers(layers, pp, v, list);
+  const std::vector<int> counts = counts_of(list);
+  REQUIRE(
+      pipeline_problem(layers, pp, v, v > 1 ? ScheduleKind::interleaved : ScheduleKind::one_f_one_b, counts).empty());
+  const PipelinePartition part = partition_layers(layers, pp, v, counts);
   CHECK(part.stages == pp);
   CHECK(part.virtual_stages == v);
   REQUIRE(part.chunks.size() == want.size());
@@ -143,7 +156,7 @@ TEST_CASE("held_units and the stage layouts: each stage holds exactly its chunks
         Split{2, 2, "", {{0, 1, 2, 5, 6}, {3, 4, 7, 8, 9}}}, Split{4, 2, "", {{0, 1, 5}, {2, 6}, {3, 7}, {4, 8, 9}}},
         Split{1, 1, "", {{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}}}}) {
     INFO("pp " << sp.pp << ", v " << sp.v << ", --pp-layers '" << sp.list << "'");
-    const PipelinePartition part = partition_layers(cfg.layers, sp.pp, sp.v, sp.list);
+    const PipelinePartition part = partition_layers(cfg.layers, sp.pp, sp.v, counts_of(sp.list));
     std::map<std::string, int> holders;  // tensor name → stages holding it
     size_t elements = 0;
     for (int s = 0; s < sp.pp; ++s) {
