@@ -94,8 +94,11 @@ int compare_runs(const std::string& ref_dir, const std::string& run_dir, double 
     if (i == last) continue;
     last = i;
     const Shared& s = shared[i];
-    std::printf("%6ld  %24.17g  %24.17g  %10.3g%s\n", s.step, s.ref, s.run, s.rel,
-                s.worst <= rtol ? "" : (std::string("  FAIL (") + s.column + ")").c_str());
+    // The rel diff column is the loss's; a step that fails on another column says which, and by how much.
+    char why[64] = "";
+    if (!(s.worst <= rtol))
+      std::snprintf(why, sizeof why, std::string(s.column) == "loss" ? "  FAIL" : "  FAIL: %s %.3g", s.column, s.worst);
+    std::printf("%6ld  %24.17g  %24.17g  %10.3g%s\n", s.step, s.ref, s.run, s.rel, why);
   }
   if (shown < n) std::printf("(%zu of %zu steps shown; --all shows every step)\n", shown, n);
   std::string per_column;
@@ -104,7 +107,9 @@ int compare_runs(const std::string& ref_dir, const std::string& run_dir, double 
       char part[96];
       std::snprintf(part, sizeof part, "%s%s %.3g", per_column.empty() ? "" : ", ", name, columns[name].worst);
       per_column += part;
-      if (std::string(name) == "val_loss") per_column += " (" + std::to_string(columns[name].values) + " evaluations)";
+      if (std::string(name) == "val_loss")
+        per_column += " (" + std::to_string(columns[name].values) +
+                      (columns[name].values == 1 ? " evaluation)" : " evaluations)");
     }
   std::printf("largest rel diff per column: %s\n", per_column.c_str());
   std::printf("max rel diff %.3g at step %ld (%s) over %zu steps; tolerance %.3g: %s\n", shared[worst].worst,
