@@ -113,7 +113,7 @@ void check_train_checkpoint(const std::string& dir_or_step, const Recipe& recipe
   LoadedCheckpoint ck = load_checkpoint(dir_or_step);
   const std::string full = recipe.f64() ? "F64" : "F32", model = recipe.bf16() ? "BF16" : full;
   std::vector<std::pair<std::string, std::string>> kinds = {{"model", model}};  // kind, dtype
-  for (Mem c : {Mem::master, Mem::adam_m, Mem::adam_v, Mem::momentum})
+  for (Mem c : kOptimizerStates)
     if (recipe.keeps(c)) kinds.push_back({mem_name(c), full});
   std::vector<unsigned char> tensor;
   for (const auto& [kind, dtype] : kinds) {

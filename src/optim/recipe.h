@@ -27,6 +27,9 @@ inline constexpr Spelling<Master> kMasterWords[] = {{"fp32", Master::fp32}, {"no
 inline constexpr Spelling<LrSchedule> kLrScheduleWords[] = {{"constant", LrSchedule::constant},
                                                             {"cosine", LrSchedule::cosine}};
 
+// The optimizer's model states (the memory ledger's categories after param and grad), in ledger order.
+inline constexpr Mem kOptimizerStates[] = {Mem::master, Mem::adam_m, Mem::adam_v, Mem::momentum};
+
 // One recipe: what the model states are. The defaults are the chapter's C1 recipe (AdamW, bf16 mixed, fp32
 // master); the trainer's own default is pure f32 (train/train_config.h).
 struct Recipe {

@@ -39,7 +39,7 @@ PerCategory bytes_per_param(const Recipe& r) {
   b[Mem::grad] = r.bf16() && r.grad_accum == GradAccum::bf16 ? kBf16 : full;
   // claim C1: master 4 + m 4 + v 4 = 12 bytes, the largest share; SGD+momentum keeps one state (C3), momentum
   // 0 none; the master exists with mixed bf16 unless --master none (C2: it avoids swamping).
-  for (Mem c : {Mem::master, Mem::adam_m, Mem::adam_v, Mem::momentum})
+  for (Mem c : kOptimizerStates)
     if (r.keeps(c)) b[c] = state;
   return b;
 }
