@@ -9,6 +9,9 @@
 #   make lessons       every lessons/NN_*/run
 #   make bench         throughput and GEMM-efficiency benchmarks
 #   make seam SEAM=src/… WITH=FILE   shardlab and its tests with FILE in place of one textbook piece
+#   make lab-start LAB=04 DIR=D       a graded lab's starter file and README, copied into D
+#   make lab LAB=04 SOLUTION=FILE     grade FILE (the student's piece): a score table and results.json
+#   make lab-handout LAB=04 DIR=D     a tree to give out: the piece replaced by its starter, graded without it
 
 # The instruction set the build targets. Every x86-64 CPU with AVX2 and FMA gets the same one (the
 # x86-64-v2 base plus AVX2 and FMA), so a run computes the same bits on all of them — given the same
@@ -34,7 +37,8 @@ LDLIBS    += $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) 
 # the other, as written.
 JOBS      ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 MAKEFLAGS += -j$(JOBS)
-ACTIONS   := all run test test-kernels test-two-hosts mutants unit mpi-tests lessons bench seam deps clean
+ACTIONS   := all run test test-kernels test-two-hosts mutants unit mpi-tests lessons bench seam lab lab-start \
+             lab-handout deps clean
 ifneq ($(word 2,$(filter $(ACTIONS),$(MAKECMDGOALS))),)
 .NOTPARALLEL:
 endif
@@ -52,7 +56,8 @@ DEPS_OK   := $(BUILD)/.deps-ok
 export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 
-.PHONY: all deps run test test-kernels test-two-hosts mutants unit mpi-tests lessons bench seam clean
+.PHONY: all deps run test test-kernels test-two-hosts mutants unit mpi-tests lessons bench seam lab lab-start lab-handout \
+        clean
 all: $(BUILD)/shardlab
 
 deps: $(DEPS_OK)
@@ -90,7 +95,8 @@ $(BUILD)/mpi_tests: $(OBJ_MPI) $(BUILD)/libshardlab.a
 # Seams: each textbook piece that another implementation may replace sits alone in one file (the table in
 # docs/architecture.md). `make seam SEAM=src/comm/ring_steps.cpp WITH=FILE` builds build/seams/NAME/ (NAME:
 # FILE's name without .cpp) with shardlab, unit_tests and mpi_tests linked from FILE in place of SEAM —
-# every other object shardlab's own, nothing in src/ edited.
+# every other object shardlab's own, nothing in src/ edited. SEAM_DIR and SEAM_BINS (a subset of shardlab,
+# unit_tests, mpi_tests) choose where and what; the labs build only shardlab.
 SEAMS     := src/comm/ring_steps.cpp src/parallel/megatron_fg.cpp src/parallel/stage_order.cpp \
              src/model/flash_merge.cpp src/parallel/zero_step.cpp
 ifneq ($(filter seam,$(MAKECMDGOALS)),)
@@ -101,7 +107,8 @@ ifeq ($(wildcard $(WITH)),)
 $(error make seam: WITH must name the file that replaces $(SEAM) (got '$(WITH)', which does not exist))
 endif
 endif
-SEAM_DIR  := $(BUILD)/seams/$(basename $(notdir $(WITH)))
+SEAM_DIR  ?= $(BUILD)/seams/$(basename $(notdir $(WITH)))
+SEAM_BINS ?= shardlab unit_tests mpi_tests
 SEAM_OBJS := $(filter-out $(BUILD)/$(SEAM:.cpp=.o),$(OBJ_LIB)) $(SEAM_DIR)/seam.o
 $(SEAM_DIR)/seam.o: $(WITH) $(FLAGS_USED) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
@@ -112,8 +119,16 @@ $(SEAM_DIR)/unit_tests: $(OBJ_UNIT) $(SEAM_OBJS)
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 $(SEAM_DIR)/mpi_tests: $(OBJ_MPI) $(SEAM_OBJS)
 	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
-seam: $(SEAM_DIR)/shardlab $(SEAM_DIR)/unit_tests $(SEAM_DIR)/mpi_tests
-	@echo "make seam: $(SEAM_DIR)/ holds shardlab, unit_tests and mpi_tests with $(WITH) in place of $(SEAM)"
+seam: $(addprefix $(SEAM_DIR)/,$(SEAM_BINS))
+	@echo "make seam: $(SEAM_DIR)/ holds $(SEAM_BINS) with $(WITH) in place of $(SEAM)"
+
+# Graded labs (lessons/NN_*/lab/, lessons/LABS.md): scripts/lab.sh builds through `make seam`.
+lab-start:
+	@bash scripts/lab.sh start "$(LAB)" "$(DIR)"
+lab:
+	@bash scripts/lab.sh grade "$(LAB)" "$(SOLUTION)"
+lab-handout:
+	@bash scripts/lab.sh handout "$(LAB)" "$(DIR)"
 
 # make run: the default model, data parallel over one rank per core — the largest count that divides
 # the default global batch of 32 — each rank taking 32/N samples per step, into a new runs/ directory.

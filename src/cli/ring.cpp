@@ -49,6 +49,8 @@ struct RunResult {
   bool correct;
   double seconds;
   CommCall bytes;
+  int64_t first_wrong = -1;  // the first element whose sum differs (-1: none), with what it held
+  double got = 0;
 };
 
 template <class E>
@@ -66,8 +68,12 @@ RunResult run(Communicator& comm, CommLedger& ledger, size_t n, int repeat, Comm
     res.seconds = std::min(res.seconds, t);
     const std::string op = "all_reduce";
     res.bytes = ledger.total_since(seq, op);
-    for (size_t i = 0; i < n; ++i)
-      if (to_double(buf[i]) != expected_sum(comm.size(), i)) res.correct = false;
+    for (size_t i = 0; i < n && res.correct; ++i)
+      if (to_double(buf[i]) != expected_sum(comm.size(), i)) {
+        res.correct = false;
+        res.first_wrong = int64_t(i);
+        res.got = to_double(buf[i]);
+      }
   }
   return res;
 }
@@ -84,24 +90,13 @@ int check(Communicator& comm, CommLedger& ledger, size_t n, int repeat, const ch
   const uint64_t esize = sizeof(E);
   const uint64_t sent_formula = (2 * n - c[r] - c[(r + 1) % N]) * esize;
   const uint64_t recv_formula = (2 * n - c[(r + N - 1) % N] - c[r]) * esize;
-  struct Row {
-    uint64_t sent, recv, sent_f, recv_f;
-    int ok;
-    double t_ring, t_mpi;
-  };
-  Row mine{ring.bytes.sent(),
-           ring.bytes.recv(),
-           sent_formula,
-           recv_formula,
-           ring.correct && mpi.correct && ring.bytes.sent() == sent_formula,
-           ring.seconds,
-           mpi.seconds};
-  std::vector<uint64_t> sent = comm.all_gather_value(mine.sent), recv = comm.all_gather_value(mine.recv),
-                        sent_f = comm.all_gather_value(mine.sent_f), recv_f = comm.all_gather_value(mine.recv_f);
-  std::vector<int> ok = comm.all_gather_value(mine.ok);
-  std::vector<double> t_ring = comm.all_gather_value(mine.t_ring), t_mpi = comm.all_gather_value(mine.t_mpi);
-  int all_ok = 1;
-  for (int v : ok) all_ok &= v;
+  std::vector<uint64_t> sent = comm.all_gather_value(ring.bytes.sent()), recv = comm.all_gather_value(ring.bytes.recv()),
+                        sent_f = comm.all_gather_value(sent_formula), recv_f = comm.all_gather_value(recv_formula);
+  std::vector<int> sums_ok = comm.all_gather_value(int(ring.correct && mpi.correct));
+  std::vector<int64_t> wrong = comm.all_gather_value(ring.first_wrong);
+  std::vector<double> got = comm.all_gather_value(ring.got);
+  std::vector<double> t_ring = comm.all_gather_value(ring.seconds), t_mpi = comm.all_gather_value(mpi.seconds);
+  int all_sums = 1, all_bytes = 1;
   // A rank's received bytes must be what its neighbour sent it: check the formula for recv too, on rank 0.
   if (r == 0) {
     const double payload = double(n) * esize;
@@ -109,18 +104,25 @@ int check(Communicator& comm, CommLedger& ledger, size_t n, int repeat, const ch
                 dtype, format_bytes(payload).c_str(), N);
     std::printf("  rank  bytes sent    formula  bytes recv    formula  result  ring time  mpi time\n");
     for (int q = 0; q < N; ++q) {
-      const bool row_ok = ok[q] && recv[q] == recv_f[q];
-      all_ok &= row_ok;
+      const bool bytes_ok = sent[q] == sent_f[q] && recv[q] == recv_f[q];
+      all_sums &= sums_ok[q];
+      all_bytes &= bytes_ok;
       std::printf("  %4d  %10llu %10llu  %10llu %10llu  %6s  %8.3f ms %8.3f ms\n", q, (unsigned long long)sent[q],
                   (unsigned long long)sent_f[q], (unsigned long long)recv[q], (unsigned long long)recv_f[q],
-                  row_ok ? "ok" : "FAIL", 1e3 * t_ring[q], 1e3 * t_mpi[q]);
+                  !sums_ok[q] ? "sums" : !bytes_ok ? "bytes" : "ok", 1e3 * t_ring[q], 1e3 * t_mpi[q]);
     }
+    for (int q = 0; q < N; ++q)
+      if (wrong[q] >= 0)
+        std::printf("  rank %d: element %lld is %.17g, expected %.17g (the first that differs)\n", q,
+                    (long long)wrong[q], got[q], expected_sum(N, size_t(wrong[q])));
     std::printf("  per rank 2(N-1)/N × payload = %.1f bytes; sent/payload = %.4f (N-independent → 2 as N grows, C8)\n",
                 2.0 * (N - 1) / N * payload, double(sent[0]) / payload);
     std::printf("  ring / MPI time on rank 0: %.2f\n", t_ring[0] / t_mpi[0]);
-    std::printf("result: %s\n", all_ok ? "PASS" : "FAIL");
+    std::printf("sums: %s\nbytes: %s\n", all_sums ? "PASS (every element of every rank)" : "FAIL",
+                all_bytes ? "PASS (= formula on every rank)" : "FAIL (sent or received bytes differ from the formula)");
+    std::printf("result: %s\n", all_sums && all_bytes ? "PASS" : "FAIL");
   }
-  return all_ok ? 0 : 1;
+  return all_sums && all_bytes ? 0 : 1;
 }
 
 int sweep(Communicator& comm, CommLedger& ledger, const std::vector<double>& sizes_mb, int repeat) {

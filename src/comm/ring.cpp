@@ -21,6 +21,7 @@
 // Leaves out: forwarding a segment to the next step before its whole chunk has arrived (pipelining across
 // steps), several rings at once (NCCL's channels).
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -57,8 +58,8 @@ class RingOp final : public InFlight {
         cnt_(counts),
         off_(counts.size() + 1, 0),
         rs_sent_at_(counts.size(), -1),
-        rs_(spec.reduce_scatter ? n_ - 1 : 0),
-        ag_(spec.all_gather ? n_ - 1 : 0),
+        rs_(spec.reduce_scatter ? reduce_scatter_steps(n_) : 0),
+        ag_(spec.all_gather ? all_gather_steps(n_) : 0),
         steps_(rs_ + ag_),
         seg_(std::max<size_t>(1, segment_bytes() / t_.bytes)),
         rec_(spec.record),
@@ -121,10 +122,19 @@ class RingOp final : public InFlight {
   char* slot_buf(size_t j) { return tmp_.data() + (j % kSlots) * seg_ * t_.bytes; }
   // Step k < rs_ is reduce-scatter step s = k; later steps are all-gather step s = k - rs_.
   int send_chunk(int k) const {
-    return k < rs_ ? reduce_scatter_send_chunk(r_, n_, k) : all_gather_send_chunk(r_, n_, k - rs_);
+    return k < rs_ ? checked(reduce_scatter_send_chunk(r_, n_, k), "reduce_scatter_send_chunk", k)
+                   : checked(all_gather_send_chunk(r_, n_, k - rs_), "all_gather_send_chunk", k - rs_);
   }
   int recv_chunk(int k) const {
-    return k < rs_ ? reduce_scatter_recv_chunk(r_, n_, k) : all_gather_recv_chunk(r_, n_, k - rs_);
+    return k < rs_ ? checked(reduce_scatter_recv_chunk(r_, n_, k), "reduce_scatter_recv_chunk", k)
+                   : checked(all_gather_recv_chunk(r_, n_, k - rs_), "all_gather_recv_chunk", k - rs_);
+  }
+  // A chunk index outside 0 … n-1 (from another implementation of ring_steps.h) ends the job, named.
+  int checked(int c, const char* fn, int s) const {
+    if (c >= 0 && c < n_) return c;
+    std::fprintf(stderr, "shardlab: error: %s(r=%d, n=%d, s=%d) returned %d: not a chunk of 0 … %d\n", fn, r_, n_, s,
+                 c, n_ - 1);
+    abort_all(2);
   }
 
   // An all-gather step receives a chunk in place that a reduce-scatter step may have sent (with the reference

@@ -12,6 +12,8 @@ int wrap(int x, int n) { return ((x % n) + n) % n; }
 }  // namespace
 
 // Reduce-scatter: a member starts with the chunk it will pass on first, its predecessor's (chunk r-1).
+int reduce_scatter_steps(int n) { return n - 1; }
+int all_gather_steps(int n) { return n - 1; }
 int reduce_scatter_send_chunk(int r, int n, int s) {
   return s == 0 ? wrap(r - 1, n) : reduce_scatter_recv_chunk(r, n, s - 1);
 }

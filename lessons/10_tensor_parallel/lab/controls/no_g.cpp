@@ -1,0 +1,49 @@
+// Control for lab 10: g does nothing: each rank keeps its partial sums
+// loses: mlp mlp4 curve ledger
+// says: per tensor: +Z 0\.[1-9]
+#include "parallel/megatron_fg.h"
+
+#include "parallel/tp_collectives.h"
+
+namespace shardlab {
+
+template <class T>
+void copy_to_tp_region_backward(Communicator& tp, T* dx, size_t n) {
+  tp_all_reduce(tp, dx, n);
+}
+
+template <class T>
+void reduce_from_tp_region(Communicator& tp, T* z, size_t n) {}
+
+template <class T>
+void gather_from_sequence_region(Communicator& tp, const T* x_local, T* x_full, T* packed, int B, int T_local, int C) {
+  sequence_all_gather(tp, x_local, x_full, packed, B, T_local, C);
+}
+template <class T>
+void gather_from_sequence_region_backward(Communicator& tp, const T* dx_full, T* dx_local, T* packed, int B,
+                                          int T_local, int C) {
+  sequence_reduce_scatter(tp, dx_full, dx_local, packed, B, T_local, C);
+}
+
+template <class T>
+void scatter_to_sequence_region(Communicator& tp, const T* z_full, T* z_local, T* packed, int B, int T_local, int C) {
+  sequence_reduce_scatter(tp, z_full, z_local, packed, B, T_local, C);
+}
+template <class T>
+void scatter_to_sequence_region_backward(Communicator& tp, const T* dz_local, T* dz_full, T* packed, int B, int T_local,
+                                         int C) {
+  sequence_all_gather(tp, dz_local, dz_full, packed, B, T_local, C);
+}
+
+#define SHARDLAB_FG(T)                                                                                   \
+  template void copy_to_tp_region_backward<T>(Communicator&, T*, size_t);                                \
+  template void reduce_from_tp_region<T>(Communicator&, T*, size_t);                                     \
+  template void gather_from_sequence_region<T>(Communicator&, const T*, T*, T*, int, int, int);          \
+  template void gather_from_sequence_region_backward<T>(Communicator&, const T*, T*, T*, int, int, int); \
+  template void scatter_to_sequence_region<T>(Communicator&, const T*, T*, T*, int, int, int);           \
+  template void scatter_to_sequence_region_backward<T>(Communicator&, const T*, T*, T*, int, int, int);
+SHARDLAB_FG(float)
+SHARDLAB_FG(double)
+#undef SHARDLAB_FG
+
+}  // namespace shardlab

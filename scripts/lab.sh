@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Graded labs (lessons/LABS.md): the student writes one textbook piece, shardlab grades it to the bit.
+#   scripts/lab.sh start   NN DIR       the lab's README and starter file copied into DIR (never over a file)
+#   scripts/lab.sh grade   NN SOLUTION  SOLUTION built in place of the lab's seam (`make seam`, nothing in src/
+#                                       edited), every check run with a time limit, a score table, and
+#                                       results.json beside SOLUTION (Gradescope's format)
+#   scripts/lab.sh handout NN DIR       this tree with the piece replaced by its starter and without the controls:
+#                                       what a TA gives out; it grades against the recorded expected outputs
+#   scripts/lab.sh record  NN           those expected outputs (lab/expected/), from shardlab's own build
+# A lab is lessons/NN_*/lab/: README.md, the starter (the seam's file name), lab.sh (its checks, sourced here),
+# expected/ (recorded runs) and controls/ (broken solutions that must lose the points they name).
+# Every command a check runs is limited in time (a hang is a failed check) and, with all it started, ended
+# afterwards: the grader never hangs and leaves no process behind.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT" || exit 2
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+source scripts/lab_checks.sh  # the checks' helpers: limited, mpi, curve_check, ledger_check, ...
+
+die() {
+  echo "lab: error: $*" >&2
+  exit 2
+}
+
+# NN (4 or 04) → lessons/04_*/lab, or a one-line error naming the labs there are.
+find_lab() {
+  local nn d all
+  [[ ${1:-} =~ ^[0-9]+$ ]] && nn=$(printf %02d "$((10#$1))") || nn=${1:-}
+  d=$(ls -d lessons/"$nn"_*/lab 2>/dev/null | head -n 1)
+  all=$(ls -d lessons/*/lab 2>/dev/null | sed -E 's#lessons/([0-9]+)_.*#\1#' | tr '\n' ' ')
+  [ -n "$nn" ] || die "LAB=NN names the lab (one of: $all)"
+  [ -n "$d" ] || die "there is no lab $nn (the labs are: $all)"
+  LAB=$nn LAB_DIR=$d
+  LAB_CHECKS=()
+  source "$LAB_DIR/lab.sh"
+  STARTER=$LAB_DIR/$(basename "$LAB_SEAM")
+}
+
+cmd_start() {
+  local dest=${1:-}
+  [ -n "$dest" ] || die "DIR=... names the directory the starter goes into"
+  mkdir -p "$dest" || die "cannot create $dest"
+  local f
+  for f in "$STARTER" "$LAB_DIR/README.md"; do
+    local to=$dest/$(basename "$f")
+    [ "$f" = "$LAB_DIR/README.md" ] && to=$dest/LAB_README.md
+    if [ -e "$to" ]; then
+      echo "lab: kept $to (it exists; nothing is overwritten)"
+    else
+      cp "$f" "$to" && echo "lab: wrote $to"
+    fi
+  done
+  echo "Write the functions that say \"not written yet\" in $dest/$(basename "$STARTER"), then grade it:"
+  echo "  make lab LAB=$LAB SOLUTION=$dest/$(basename "$STARTER")"
+}
+
+cmd_handout() {
+  local dest=${1:-}
+  [ -n "$dest" ] || die "DIR=... names the directory the handout goes into"
+  [ ! -e "$dest" ] || [ -z "$(ls -A "$dest" 2>/dev/null)" ] || die "$dest exists and is not empty (nothing is overwritten)"
+  mkdir -p "$dest" || die "cannot create $dest"
+  # The files under version control (or, outside git, the tree without build/ and runs/), timestamps kept.
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z | cpio -0 -pdm --quiet "$dest" || die "copying the tree into $dest failed"
+  else
+    find . -path ./build -prune -o -path ./runs -prune -o -type f -print0 | cpio -0 -pdm --quiet "$dest"
+  fi
+  cp "$STARTER" "$dest/$LAB_SEAM"
+  # What would give the answer away: every lab's controls, the seams' alternative implementations.
+  rm -rf "$dest"/lessons/*/lab/controls "$dest"/tests/seams
+  echo "lab: wrote a handout of lab $LAB into $dest: $LAB_SEAM is the starter; every lab's controls and"
+  echo "  tests/seams/ are left out. It grades against $LAB_DIR/expected/ (make lab LAB=$LAB SOLUTION=FILE)."
+  echo "  The rest of shardlab runs as usual, except what needs the piece (make test is red until it is written)."
+}
+
+cmd_record() {
+  local d
+  BUILD_DIR=build
+  LAB_WORK=$LAB_DIR/expected.new
+  rm -rf "$LAB_WORK"
+  mkdir -p "$LAB_WORK"
+  RECORDING=1
+  for d in "${LAB_RUNS[@]}"; do
+    run_named "$d" || die "recording $d failed: $WHY"
+    mkdir -p "$LAB_WORK/$d.keep"
+    cp "$LAB_WORK/$d/loss.csv" "$LAB_WORK/$d/config.json" "$LAB_WORK/$d.keep/"
+  done
+  rm -rf "$LAB_DIR/expected"
+  mkdir -p "$LAB_DIR/expected"
+  for d in "${LAB_RUNS[@]}"; do mv "$LAB_WORK/$d.keep" "$LAB_DIR/expected/$d"; done
+  echo "$COMPUTE" >"$LAB_DIR/expected/compute.txt"
+  rm -rf "$LAB_WORK"
+  echo "lab: recorded ${LAB_RUNS[*]} into $LAB_DIR/expected/ ($COMPUTE)"
+}
+
+# results.json beside the solution, unless a file of that name is someone else's.
+results_path() {
+  local r=${LAB_RESULTS:-$(dirname "$1")/results.json}
+  if [ -e "$r" ] && ! grep -q '"shardlab_lab"' "$r" 2>/dev/null; then
+    echo "lab: $r exists and was not written by this grader: kept; results go to $r.shardlab" >&2
+    r=$r.shardlab
+  fi
+  echo "$r"
+}
+
+cmd_grade() {
+  local sol=${1:-}
+  [ -n "$sol" ] || die "SOLUTION=FILE names your file (make lab-start LAB=$LAB DIR=... writes a starter)"
+  [ -f "$sol" ] || die "SOLUTION=$sol is not a file"
+  sol=$(cd "$(dirname "$sol")" && pwd)/$(basename "$sol")
+  local start=$SECONDS id
+  id=$(printf %s "$sol" | sha1sum | cut -c1-10)
+  BUILD_DIR=build/labs/$LAB-$id
+  LAB_WORK=$BUILD_DIR/work
+  rm -rf "$LAB_WORK"
+  mkdir -p "$LAB_WORK"
+  echo "lab $LAB — $LAB_TITLE: grading $sol"
+  local ids=() names=() points=() maxes=() outputs=() total=0 max=0 entry cid pts title built=1 why=""
+  # The build: the compiler's first error (file:line: message) is the diagnostic, not make's page.
+  if ! timeout 900 make -s seam SEAM="$LAB_SEAM" WITH="$sol" SEAM_DIR="$BUILD_DIR" SEAM_BINS=shardlab \
+    >"$BUILD_DIR/build.log" 2>&1; then
+    built=0
+    why=$(grep -m1 -E ':[0-9]+:[0-9]+: (fatal )?error:' "$BUILD_DIR/build.log" |
+      sed -E "s#^$(dirname "$sol")/##")
+    [ -n "$why" ] || why=$(grep -m1 -E 'undefined reference to' "$BUILD_DIR/build.log" | sed -E 's/.*(undefined reference to .*)/\1/')
+    [ -n "$why" ] && why="does not build: $why" || why="does not build: $(grep -m1 -iE 'error' "$BUILD_DIR/build.log")"
+    echo "  $why"
+  fi
+  for entry in "${LAB_CHECKS[@]}"; do
+    IFS='|' read -r cid pts title <<<"$entry"
+    local out=$LAB_WORK/check_$cid.txt got=0
+    if [ $built = 1 ]; then
+      if (check_"$cid") >"$out" 2>&1; then got=$pts; fi
+      end_leftovers
+    else
+      echo "$why" >"$out"
+    fi
+    ids+=("$cid") names+=("$title") points+=("$got") maxes+=("$pts") outputs+=("$(tail -n 3 "$out")")
+    total=$((total + got)) max=$((max + pts))
+    printf '  %2d / %-2d  %-4s  %s\n' "$got" "$pts" "$([ "$got" = "$pts" ] && echo ok || echo FAIL)" "$title"
+    [ "$got" = "$pts" ] || sed 's/^/              /' "$out" | tail -n 3
+  done
+  echo "  total: $total / $max points ($((SECONDS - start)) s)"
+  local res
+  res=$(results_path "$sol")
+  python3 - "$res" "$LAB" "$total" "$max" "$((SECONDS - start))" "${#names[@]}" "${names[@]}" "${points[@]}" \
+    "${maxes[@]}" "${outputs[@]}" "${ids[@]}" <<'PY' || echo "lab: could not write $res" >&2
+import json, sys
+path, lab, total, mx, secs, n = sys.argv[1:7]
+n = int(n); a = sys.argv[7:]
+tests = [{"name": a[i], "score": int(a[n + i]), "max_score": int(a[2 * n + i]), "output": a[3 * n + i],
+          "tags": [a[4 * n + i]]} for i in range(n)]
+json.dump({"score": int(total), "max_score": int(mx), "execution_time": int(secs), "tests": tests,
+           "extra_data": {"shardlab_lab": lab}}, open(path, "w"), indent=2)
+PY
+  echo "  results: $res"
+  [ "$total" = "$max" ]
+}
+
+action=${1:-}
+[ $# -ge 1 ] && shift
+case "$action" in
+  start | grade | handout | record)
+    find_lab "${1:-}"
+    shift
+    "cmd_$action" "$@"
+    ;;
+  *) die "usage: scripts/lab.sh start|grade|handout|record NN [DIR|SOLUTION]" ;;
+esac

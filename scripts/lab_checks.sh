@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The helpers a lab's checks are written with (sourced by scripts/lab.sh; a lab's lab.sh uses them):
+#   limited SECS LOG CMD…   run CMD with a time limit, output into LOG; on failure WHY says what happened —
+#                           "not written yet: …", shardlab's own error (the watchdog names a collective that
+#                           never completed), a rank's signal, or the time limit
+#   mpi NP CMD…             CMD on NP ranks (scripts/mpirun.sh), limited
+#   run_named NAME          the lab's run NAME (LAB_RUN_NAME="NP FLAGS…") with the lab's build, into $LAB_WORK
+#   curve_check NAME        run NAME, then its loss curve against the recorded one: bit for bit
+#   ledger_check NAME       run NAME's measured bytes and memory against plan's formulas, exactly
+#   say TEXT                a check's diagnostic (its last lines are the score table's and results.json's)
+# Every process a check starts carries SHARDLAB_LAB_JOB in its environment; end_leftovers ends whatever of
+# them is still alive when the check returns.
+LAB_JOB=lab-$$-$RANDOM
+export SHARDLAB_LAB_JOB=$LAB_JOB
+export SHARDLAB_COMM_TIMEOUT=${LAB_COMM_TIMEOUT:-10}  # a wrong collective is named by the watchdog in 10 s
+LAB_TIME_LIMIT=${LAB_TIME_LIMIT:-60}                  # seconds any one command of a check may take
+# Bit for bit holds for the build and GEMM kernel the expected outputs were recorded with (the "any machine"
+# rules: the avx2-fma build on OpenBLAS's Haswell kernel, pinned as tests/cli/reference_curves.sh does).
+export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell}
+PINNED="compute: avx2-fma build; OpenBLAS Haswell kernel"
+LAB_BASE=(--layers 2 --hidden 32 --heads 2 --seq 32 --dtype f64 --dropout 0.1 --steps 4 --micro-batch 2
+  --eval-windows 0 --progress none)
+
+say() { echo "$*"; }
+
+end_leftovers() {
+  local f p
+  for f in $(grep -lzx "SHARDLAB_LAB_JOB=$LAB_JOB" /proc/[0-9]*/environ 2>/dev/null); do
+    p=${f#/proc/}
+    p=${p%/environ}
+    [ "$p" = "$$" ] || [ "$p" = "$BASHPID" ] || kill -KILL "$p" 2>/dev/null
+  done
+  return 0
+}
+
+# why_failed LOG RC SECS: one line, the most telling first.
+why_failed() {
+  local log=$1 rc=$2 secs=$3 line
+  if line=$(grep -m1 -E '^not written yet: ' "$log"); then echo "$line"
+  elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "did not finish within $secs s (a hang or an endless loop): ended"
+  elif line=$(grep -m1 -E '^shardlab[a-z -]*: error' "$log"); then sed -E 's/^shardlab[a-z -]*: //' <<<"$line"
+  elif line=$(grep -m1 -oE 'process rank [0-9]+ .* exited on signal [0-9]+ \([^)]*\)' "$log"); then
+    echo "crashed: $(sed -E 's/ with PID [0-9]+ on node [^ ]+//' <<<"$line")"
+  elif [ "$rc" -gt 128 ] && [ "$rc" -lt 160 ]; then echo "crashed: SIG$(kill -l $((rc - 128)) 2>/dev/null)"
+  else echo "exit $rc: $(grep -v '^ *$' "$log" | tail -n 1)"
+  fi
+}
+
+limited() {
+  local secs=$1 log=$2 rc=0
+  shift 2
+  timeout -k 5 "$secs" "$@" >"$log" 2>&1 || rc=$?
+  WHY=""
+  [ $rc = 0 ] || WHY=$(why_failed "$log" $rc "$secs")
+  return $rc
+}
+
+mpi() {
+  local np=$1
+  shift
+  if [ "$np" = 1 ]; then
+    limited "$LAB_TIME_LIMIT" "$LOG" "$@"
+  else
+    limited "$LAB_TIME_LIMIT" "$LOG" bash scripts/mpirun.sh -np "$np" "$@"
+  fi
+}
+
+# run_named NAME: trains once per grading (later checks of the same run reuse it); COMPUTE: its compute line.
+run_named() {
+  local name=$1 spec np out=$LAB_WORK/$1
+  spec=LAB_RUN_$name
+  read -r np flags <<<"${!spec}"
+  LOG=$out.log
+  if [ ! -e "$out.done" ]; then
+    rm -rf "$out"
+    # shellcheck disable=SC2086
+    mpi "$np" "$BUILD_DIR/shardlab" train "${LAB_BASE[@]}" $flags --out "$out" || echo "$WHY" >"$out.failed"
+    touch "$out.done"
+  fi
+  COMPUTE=$(grep -m1 '^compute:' "$LOG" | cut -d'(' -f1 | sed 's/ *$//')
+  if [ -e "$out.failed" ]; then
+    WHY="the run ($np ranks: ${flags}) failed: $(cat "$out.failed")"
+    return 1
+  fi
+}
+
+curve_check() {
+  local name=$1 exp=$LAB_DIR/expected/$1 rtol=0 note="" cmp
+  [ -e "$exp/loss.csv" ] || { say "no recorded curve $exp (scripts/lab.sh record $LAB)"; return 1; }
+  run_named "$name" || { say "$WHY"; return 1; }
+  if [ "$COMPUTE" != "$(cat "$LAB_DIR/expected/compute.txt")" ]; then
+    rtol=1e-9 note=" (the recorded curve is the $(cat "$LAB_DIR/expected/compute.txt" | cut -d' ' -f2-); this is ${COMPUTE#compute: }: compared within 1e-9)"
+  fi
+  cmp=$LAB_WORK/$name.compare
+  if "$BUILD_DIR/shardlab" compare "$exp" "$LAB_WORK/$name" --rtol $rtol --all >"$cmp" 2>&1; then
+    say "the loss curve equals the recorded one$note: $(tail -n 1 "$cmp")"
+    return 0
+  fi
+  local first
+  first=$(awk '/FAIL/ && $1 ~ /^[0-9]+$/ {f = substr($0, index($0, "FAIL")); sub(/^FAIL:? */, "", f);
+    if (f == "") f = "loss, rel diff " $4; print "step " $1 " (" f "): loss expected " $2 ", got " $3; exit}' "$cmp")
+  say "the loss curve differs from the recorded one$note — first at ${first:-$(tail -n 1 "$cmp")}"
+  return 1
+}
+
+ledger_check() {
+  local name=$1 out=$LAB_WORK/$1.ledger
+  run_named "$name" || { say "$WHY"; return 1; }
+  if "$BUILD_DIR/shardlab" plan --ledger "$LAB_WORK/$name/ledger.json" >"$out" 2>&1; then
+    say "$(grep -m1 -E '^result' "$out")"
+    return 0
+  fi
+  say "measured ≠ formula: $(grep -m1 -E '^result' "$out" | sed -E 's/^result: //' | cut -c1-300)"
+  return 1
+}
