@@ -61,15 +61,15 @@ cmd_handout() {
   mkdir -p "$dest" || die "cannot create $dest"
   # The files under version control (or, outside git, the tree without build/ and runs/), timestamps kept.
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git ls-files -z | cpio -0 -pdm --quiet "$dest" || die "copying the tree into $dest failed"
+    git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$dest" || die "copying the tree into $dest failed"
   else
-    find . -path ./build -prune -o -path ./runs -prune -o -type f -print0 | cpio -0 -pdm --quiet "$dest"
+    tar --exclude=./build --exclude=./runs -cf - . | tar -xf - -C "$dest" || die "copying the tree into $dest failed"
   fi
   cp "$STARTER" "$dest/$LAB_SEAM"
   # What would give the answer away: every lab's controls, the seams' alternative implementations.
-  rm -rf "$dest"/lessons/*/lab/controls "$dest"/tests/seams
-  echo "lab: wrote a handout of lab $LAB into $dest: $LAB_SEAM is the starter; every lab's controls and"
-  echo "  tests/seams/ are left out. It grades against $LAB_DIR/expected/ (make lab LAB=$LAB SOLUTION=FILE)."
+  rm -rf "$dest"/lessons/*/lab/controls "$dest"/tests/seams "$dest"/tests/mutants.sh
+  echo "lab: wrote a handout of lab $LAB into $dest: $LAB_SEAM is the starter; every lab's controls,"
+  echo "  tests/seams/ and tests/mutants.sh (which hold pieces' code) are left out. It grades against $LAB_DIR/expected/ (make lab LAB=$LAB SOLUTION=FILE)."
   echo "  The rest of shardlab runs as usual, except what needs the piece (make test is red until it is written)."
 }
 
