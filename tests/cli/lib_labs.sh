@@ -7,7 +7,7 @@
 # Run by tests/cli/labs_*.sh, which set LABS (the labs to check) and HANDOUT (the lab whose handout is checked).
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
-export LAB_TIME_LIMIT=6  # the hang control waits this long per command (the default is 60)
+export LAB_TIME_LIMIT=4  # the hang control waits this long per command (the default is 60)
 
 grade() {  # grade LAB FILE OUT: the grader's output in OUT.txt, its results in OUT.json; LOST: ids below max
   LAB_RESULTS=$3.json bash scripts/lab.sh grade "$1" "$2" >"$3.txt" 2>&1
@@ -57,7 +57,7 @@ if [ -n "${HANDOUT:-}" ]; then
   ho=$tmp/handout
   bash scripts/lab.sh handout "$HANDOUT" "$ho" >"$tmp/handout.txt" 2>&1
   leaks=$(grep -vE '^(//|#include| *$|namespace|}|int mod|template|#define|#undef)' "$seam" | sed 's/^ *//' | sort -u |
-    while read -r line; do [ ${#line} -lt 12 ] || grep -rlF -- "$line" "$ho" --exclude-dir=build | head -n 1; done | sort -u)
+    while read -r line; do [ ${#line} -lt 12 ] || grep -rlF --exclude-dir=build -- "$line" "$ho" | head -n 1; done | sort -u)
   if ! cmp -s "$ho/$seam" "$dir/$(basename "$seam")"; then fail "handout $HANDOUT: $seam is the starter" "it differs from $dir"
   elif [ -n "$(ls -d "$ho"/lessons/*/lab/controls "$ho"/tests/seams 2>/dev/null)" ]; then fail "handout $HANDOUT: no controls, no tests/seams" "$(ls -d "$ho"/lessons/*/lab/controls "$ho"/tests/seams 2>/dev/null | head -n 2)"
   elif [ -n "$leaks" ]; then fail "handout $HANDOUT: no file holds a line of the reference $seam" "found in: $leaks"
