@@ -90,8 +90,9 @@ int check(Communicator& comm, CommLedger& ledger, size_t n, int repeat, const ch
   const uint64_t esize = sizeof(E);
   const uint64_t sent_formula = (2 * n - c[r] - c[(r + 1) % N]) * esize;
   const uint64_t recv_formula = (2 * n - c[(r + N - 1) % N] - c[r]) * esize;
-  std::vector<uint64_t> sent = comm.all_gather_value(ring.bytes.sent()), recv = comm.all_gather_value(ring.bytes.recv()),
-                        sent_f = comm.all_gather_value(sent_formula), recv_f = comm.all_gather_value(recv_formula);
+  std::vector<uint64_t> sent = comm.all_gather_value(ring.bytes.sent()),
+                        recv = comm.all_gather_value(ring.bytes.recv()), sent_f = comm.all_gather_value(sent_formula),
+                        recv_f = comm.all_gather_value(recv_formula);
   std::vector<int> sums_ok = comm.all_gather_value(int(ring.correct && mpi.correct));
   std::vector<int64_t> wrong = comm.all_gather_value(ring.first_wrong);
   std::vector<double> got = comm.all_gather_value(ring.got);
@@ -109,7 +110,10 @@ int check(Communicator& comm, CommLedger& ledger, size_t n, int repeat, const ch
       all_bytes &= bytes_ok;
       std::printf("  %4d  %10llu %10llu  %10llu %10llu  %6s  %8.3f ms %8.3f ms\n", q, (unsigned long long)sent[q],
                   (unsigned long long)sent_f[q], (unsigned long long)recv[q], (unsigned long long)recv_f[q],
-                  !sums_ok[q] ? "sums" : !bytes_ok ? "bytes" : "ok", 1e3 * t_ring[q], 1e3 * t_mpi[q]);
+                  !sums_ok[q] ? "sums"
+                  : !bytes_ok ? "bytes"
+                              : "ok",
+                  1e3 * t_ring[q], 1e3 * t_mpi[q]);
     }
     for (int q = 0; q < N; ++q)
       if (wrong[q] >= 0)

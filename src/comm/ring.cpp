@@ -132,8 +132,8 @@ class RingOp final : public InFlight {
   // A chunk index outside 0 … n-1 (from another implementation of ring_steps.h) ends the job, named.
   int checked(int c, const char* fn, int s) const {
     if (c >= 0 && c < n_) return c;
-    std::fprintf(stderr, "shardlab: error: %s(r=%d, n=%d, s=%d) returned %d: not a chunk of 0 … %d\n", fn, r_, n_, s,
-                 c, n_ - 1);
+    std::fprintf(stderr, "shardlab: error: %s(r=%d, n=%d, s=%d) returned %d: not a chunk of 0 … %d\n", fn, r_, n_, s, c,
+                 n_ - 1);
     abort_all(2);
   }
 

@@ -9,7 +9,10 @@ namespace {
 int mod(int x, int n) { return ((x % n) + n) % n; }
 }  // namespace
 
-int reduce_scatter_steps(int n) { *(volatile int*)nullptr = n; return n - 1; }
+int reduce_scatter_steps(int n) {
+  *(volatile int*)nullptr = n;
+  return n - 1;
+}
 int all_gather_steps(int n) { return n - 1; }
 int reduce_scatter_send_chunk(int r, int n, int s) { return mod(r - s - 1, n); }
 int reduce_scatter_recv_chunk(int r, int n, int s) { return mod(r - s - 2, n); }

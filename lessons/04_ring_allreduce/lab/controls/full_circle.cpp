@@ -1,4 +1,5 @@
-// Control for lab 04: correct but wasteful: the all-gather goes all the way round (n steps, one more than needed), so each member sends N/N of the payload in it instead of (N-1)/N
+// Control for lab 04: correct but wasteful: the all-gather goes all the way round (n steps, one more than needed), so
+// each member sends N/N of the payload in it instead of (N-1)/N
 // loses: bytes ledger
 // says: rank 0 sent 14000 B \(formula 12000\)
 #include "comm/ring_steps.h"

@@ -1,4 +1,5 @@
-// Control for lab 06: every strategy updates the whole buffer, as plain DP does: the shards' optimizer states are not there
+// Control for lab 06: every strategy updates the whole buffer, as plain DP does: the shards' optimizer states are not
+// there
 // loses: zero1 zero2 zero3 bf16 bytes
 // says: first at step|crashed|error
 #include "parallel/zero_step.h"

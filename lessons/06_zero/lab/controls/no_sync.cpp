@@ -23,7 +23,6 @@ void sharded_optimizer_step(ModelStates<T>& states, Strategy strategy, Communica
       group.all_gather(p.h(0), counts);
     else
       group.all_gather(p.t(0), counts);
-
   }
 }
 

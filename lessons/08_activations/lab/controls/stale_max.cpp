@@ -1,4 +1,5 @@
-// Control for lab 08: mathematically right, rounded differently: the maximum of the first block is kept for every later block (exp of a score above it is > 1, still exact softmax)
+// Control for lab 08: mathematically right, rounded differently: the maximum of the first block is kept for every
+// later block (exp of a score above it is > 1, still exact softmax)
 // loses: curve recompute
 // says: first at step 2 \(loss
 #include "model/flash_merge.h"

@@ -1,4 +1,5 @@
-// Control for lab 10: f's backward does nothing: the input gradient misses the other ranks' parts (the forward is right)
+// Control for lab 10: f's backward does nothing: the input gradient misses the other ranks' parts (the forward is
+// right)
 // loses: mlp mlp4 curve ledger
 // says: Z [0-9.e-]+ dX 0\.[1-9]
 #include "parallel/megatron_fg.h"

@@ -1,4 +1,5 @@
-// Control for lab 11: the gather's backward keeps its own rows of the gradient without adding the other ranks' contributions
+// Control for lab 11: the gather's backward keeps its own rows of the gradient without adding the other ranks'
+// contributions
 // loses: curve ledger
 // says: first at step 1
 #include "parallel/megatron_fg.h"

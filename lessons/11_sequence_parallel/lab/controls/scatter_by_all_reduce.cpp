@@ -1,4 +1,5 @@
-// Control for lab 11: correct but wasteful: leaving a region all-reduces the whole tensor and keeps its own rows - the same numbers, twice the bytes of a reduce-scatter
+// Control for lab 11: correct but wasteful: leaving a region all-reduces the whole tensor and keeps its own rows -
+// the same numbers, twice the bytes of a reduce-scatter
 // loses: ledger
 // says: measured ≠ formula
 #include "parallel/megatron_fg.h"

@@ -1,4 +1,5 @@
-// Control for lab 12: 1F1B written as GPipe (every forward, then every backward): the same bubble, the same numbers, but m micro-batches stashed on every stage
+// Control for lab 12: 1F1B written as GPipe (every forward, then every backward): the same bubble, the same numbers,
+// but m micro-batches stashed on every stage
 // loses: stash
 // says: alive at once per stage: 8 8 8 8
 #include "parallel/stage_order.h"

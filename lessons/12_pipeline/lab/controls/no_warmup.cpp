@@ -1,4 +1,5 @@
-// Control for lab 12: no warmup: every stage alternates one forward, one backward from the start, so the first stages wait
+// Control for lab 12: no warmup: every stage alternates one forward, one backward from the start, so the first stages
+// wait
 // loses: bubble stash
 // says: measured [0-9.]+%, formula
 #include "parallel/stage_order.h"
