@@ -68,6 +68,12 @@ cmd_handout() {
   cp "$STARTER" "$dest/$LAB_SEAM"
   # What would give the answer away: every lab's controls, the seams' alternative implementations.
   rm -rf "$dest"/lessons/*/lab/controls "$dest"/tests/seams "$dest"/tests/mutants.sh
+  # Another lab's starter for the same file has this piece written (labs 10 and 11 share megatron_fg.cpp).
+  local other
+  for other in lessons/*/lab/lab.sh; do
+    [ "$(dirname "$other")" != "$LAB_DIR" ] && grep -qx "LAB_SEAM=$LAB_SEAM" "$other" &&
+      rm -f "$dest/$(dirname "$other")/$(basename "$LAB_SEAM")"
+  done
   echo "lab: wrote a handout of lab $LAB into $dest: $LAB_SEAM is the starter; every lab's controls,"
   echo "  tests/seams/ and tests/mutants.sh (which hold pieces' code) are left out. It grades against $LAB_DIR/expected/ (make lab LAB=$LAB SOLUTION=FILE)."
   echo "  The rest of shardlab runs as usual, except what needs the piece (make test is red until it is written)."
