@@ -9,6 +9,7 @@
 // against 2(t−1)/t·N·C; exits 1 unless they agree (1e-12 relative in f64, 1e-5 in f32) and the counts are exact.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 #include <vector>
@@ -38,6 +39,16 @@ struct Diff {
   }
   double value() const { return scale > 0 ? diff / scale : diff; }
 };
+
+// The first element of `got` farther than tol × (the largest |want|) from `want`, or -1.
+template <class T>
+int64_t first_past(const std::vector<T>& got, const std::vector<T>& want, double tol) {
+  double scale = 0;
+  for (T w : want) scale = std::max(scale, std::fabs(double(w)));
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::fabs(double(got[i]) - double(want[i])) > tol * (scale > 0 ? scale : 1)) return int64_t(i);
+  return -1;
+}
 
 template <class T>
 int split(Communicator& world, Communicator& tp, CommLedger& ledger, int C, int N, uint64_t seed, const char* dtype) {
@@ -121,6 +132,13 @@ int split(Communicator& world, Communicator& tp, CommLedger& ledger, int C, int 
   const bool counted = worst(calls.seq != expect_calls || calls.sent() != expect ? 1.0 : 0.0) == 0;
   const double tol = sizeof(T) == 8 ? 1e-12 : 1e-5;
   const bool equal = std::all_of(std::begin(diffs) + 1, std::end(diffs), [&](double v) { return v <= tol; });
+  // Where Z and dX first differ on each rank (index, unsharded, split): what a student can act on.
+  const int64_t zi = first_past(Zs, Z, tol), xi = first_past(dXs, dX, tol);
+  const std::vector<int64_t> z_at = world.all_gather_value(zi), x_at = world.all_gather_value(xi);
+  const std::vector<double> z_want = world.all_gather_value(zi < 0 ? 0.0 : double(Z[zi])),
+                            z_got = world.all_gather_value(zi < 0 ? 0.0 : double(Zs[zi])),
+                            x_want = world.all_gather_value(xi < 0 ? 0.0 : double(dX[xi])),
+                            x_got = world.all_gather_value(xi < 0 ? 0.0 : double(dXs[xi]));
   if (world.rank() != 0) return equal && counted && diffs[0] == 0 ? 0 : 1;
 
   std::printf(
@@ -150,6 +168,14 @@ int split(Communicator& world, Communicator& tp, CommLedger& ledger, int C, int 
       "%llu B; 2 × 2(t−1)/t · N·C · %zu B = %llu B: %s\n",
       static_cast<unsigned long long>(calls.seq), static_cast<unsigned long long>(calls.sent()), sizeof(T),
       static_cast<unsigned long long>(expect), counted ? "exact on every rank" : "MISMATCH");
+  for (int q = 0; q < world.size(); ++q) {
+    if (z_at[q] >= 0)
+      std::printf("  rank %d: Z[%lld][%lld] is the first element past the tolerance: unsharded %.17g, split %.17g\n", q,
+                  (long long)(z_at[q] / C), (long long)(z_at[q] % C), z_want[q], z_got[q]);
+    if (x_at[q] >= 0)
+      std::printf("  rank %d: dX[%lld][%lld] is the first element past the tolerance: unsharded %.17g, split %.17g\n",
+                  q, (long long)(x_at[q] / C), (long long)(x_at[q] % C), x_want[q], x_got[q]);
+  }
   const bool ok = equal && counted && diffs[0] == 0;
   std::printf("result: %s\n", ok ? "the split MLP computes the unsharded one's outputs and gradients"
                                  : "MISMATCH between the split and the unsharded MLP");

@@ -18,7 +18,7 @@ mlp_check() {  # NP
   grep -q '^result: the split MLP computes' "$LOG" && return 0
   if grep -q '^result:' "$LOG"; then
     say "$1 ranks — largest difference per tensor: $(grep -A1 'largest difference' "$LOG" | tail -n 1 | tr -s ' ')"
-    say "$(grep -E '^  (Z|dX)\[0\]\[0\]' "$LOG" | tr -s ' ' | sed 's/$/;/' | tr '\n' ' ')(element, unsharded, split)"
+    say "$(grep -m2 -E '^  rank [0-9]+: (Z|dX)\[' "$LOG" | sed 's/^ *//' | tr '\n' ' ')"
     say "$(grep -m1 -oE 'communication.*' "$LOG")"
   else
     say "$1 ranks: $WHY"
