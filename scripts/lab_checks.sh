@@ -10,7 +10,7 @@
 #   say TEXT                a check's diagnostic (its last lines are the score table's and results.json's)
 # Every process a check starts carries SHARDLAB_LAB_JOB in its environment; end_leftovers ends whatever of
 # them is still alive when the check returns.
-LAB_JOB=lab-$$-$RANDOM
+LAB_JOB=${LAB_JOB_PREFIX:-lab}-$$-$RANDOM  # a prefix lets a caller find its own gradings' processes
 export SHARDLAB_LAB_JOB=$LAB_JOB
 export SHARDLAB_COMM_TIMEOUT=${LAB_COMM_TIMEOUT:-10}  # a wrong collective is named by the watchdog in 10 s
 LAB_TIME_LIMIT=${LAB_TIME_LIMIT:-60}                  # seconds any one command of a check may take

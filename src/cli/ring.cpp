@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "cli/command.h"
 #include "comm/communicator.h"
@@ -78,11 +80,30 @@ RunResult run(Communicator& comm, CommLedger& ledger, size_t n, int repeat, Comm
   return res;
 }
 
+// The ring's reduce-scatter alone: member r must end with chunk r summed over every member — the shard that
+// ZeRO updates. Returns the first element of this member's chunk that is not the sum (-1: none), and its value.
+template <class E>
+std::pair<int64_t, double> owner_check(Communicator& comm, size_t n) {
+  comm.set_impl(CommImpl::ring);
+  const std::vector<size_t> counts = comm.even_counts(n);
+  std::vector<E> buf(n);
+  for (size_t i = 0; i < n; ++i) buf[i] = from_double<E>(input(comm.rank(), i));
+  comm.reduce_scatter(buf.data(), counts);
+  size_t first = 0;
+  for (int q = 0; q < comm.rank(); ++q) first += counts[q];
+  for (size_t i = first; i < first + counts[comm.rank()]; ++i)
+    if (to_double(buf[i]) != expected_sum(comm.size(), i)) return {int64_t(i), to_double(buf[i])};
+  return {-1, 0.0};
+}
+
 template <class E>
 int check(Communicator& comm, CommLedger& ledger, size_t n, int repeat, const char* dtype) {
   const int N = comm.size(), r = comm.rank();
   RunResult ring = run<E>(comm, ledger, n, repeat, CommImpl::ring);
   RunResult mpi = run<E>(comm, ledger, n, repeat, CommImpl::mpi);
+  const std::pair<int64_t, double> own = owner_check<E>(comm, n);
+  const std::vector<int64_t> own_at = comm.all_gather_value(own.first);
+  const std::vector<double> own_got = comm.all_gather_value(own.second);
   // The ring's bytes, from the chunk sizes: send everything but my chunk (reduce-scatter) and
   // everything but my successor's chunk (all-gather); receive what my predecessor sends: everything
   // but its chunk (reduce-scatter) and everything but mine (all-gather).
@@ -122,11 +143,24 @@ int check(Communicator& comm, CommLedger& ledger, size_t n, int repeat, const ch
     std::printf("  per rank 2(N-1)/N × payload = %.1f bytes; sent/payload = %.4f (N-independent → 2 as N grows, C8)\n",
                 2.0 * (N - 1) / N * payload, double(sent[0]) / payload);
     std::printf("  ring / MPI time on rank 0: %.2f\n", t_ring[0] / t_mpi[0]);
+    int owners = 1;
+    for (int q = 0; q < N; ++q)
+      if (own_at[q] >= 0) {
+        owners = 0;
+        std::printf(
+            "  rank %d: after the reduce-scatter alone, element %lld of its chunk %d is %.17g, expected %.17g\n", q,
+            (long long)own_at[q], q, own_got[q], expected_sum(N, size_t(own_at[q])));
+      }
     std::printf("sums: %s\nbytes: %s\n", all_sums ? "PASS (every element of every rank)" : "FAIL",
                 all_bytes ? "PASS (= formula on every rank)" : "FAIL (sent or received bytes differ from the formula)");
-    std::printf("result: %s\n", all_sums && all_bytes ? "PASS" : "FAIL");
+    std::printf("reduce-scatter: %s\n", owners ? "PASS (member r holds chunk r summed: ZeRO's shard)"
+                                               : "FAIL (a member does not end with its own chunk summed)");
+    std::printf("result: %s\n", all_sums && all_bytes && owners ? "PASS" : "FAIL");
+    return all_sums && all_bytes && owners ? 0 : 1;
   }
-  return all_sums && all_bytes ? 0 : 1;
+  int owners = 1;
+  for (int64_t at : own_at) owners &= at < 0;
+  return all_sums && all_bytes && owners ? 0 : 1;
 }
 
 int sweep(Communicator& comm, CommLedger& ledger, const std::vector<double>& sizes_mb, int repeat) {

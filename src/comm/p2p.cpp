@@ -274,13 +274,14 @@ void Communicator::all_to_all_v(const T* sbuf, const std::vector<size_t>& scount
 }
 
 // ---- small things ----
+// The control plane — sizes, node indices, each step's loss and norms, the configuration check — goes through
+// MPI's built-in all-gather whatever --comm says (the values are copied, never added: the same bits either
+// way). A ring under construction (a lab's student's ring_steps.cpp) then gets wrong sums, not a corrupted
+// process grid.
 
 template <class T>
 std::vector<T> Communicator::all_gather_value(T v) {
-  std::vector<T> out(size_, T{});
-  out[rank_] = v;
-  start(Coll::all_gather, out.data(), std::vector<size_t>(size_, 1), type_ops<T>(), "gather", true);
-  return out;
+  return all_gather_values(std::vector<T>{v});
 }
 
 template <class T>
@@ -288,7 +289,10 @@ std::vector<T> Communicator::all_gather_values(const std::vector<T>& mine) {
   const size_t k = mine.size();
   std::vector<T> out(size_ * k, T{});
   std::copy(mine.begin(), mine.end(), out.begin() + rank_ * k);
+  const CommImpl chosen = impl_;
+  impl_ = CommImpl::mpi;
   start(Coll::all_gather, out.data(), std::vector<size_t>(size_, k), type_ops<T>(), "gather", true);
+  impl_ = chosen;
   return out;
 }
 

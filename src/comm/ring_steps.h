@@ -8,8 +8,9 @@
 //   all-gather, steps s = 0 … all_gather_steps(n)-1 (after a reduce-scatter): the received chunk is COPIED
 //     into place; afterwards every member holds every chunk.
 // The engine that moves the bytes — segments, non-blocking progress, the ledger — is comm/ring.cpp; it asks
-// these four functions what to send and receive, nothing more. A member sends at step s what it received
-// at step s-1 (or, at step 0, what it starts with), so the receive of step s is its predecessor's send.
+// these six functions how many steps and what to send and receive, nothing more. A member sends at step s
+// what it received at step s-1 (or, at step 0, what it starts with), so the receive of step s is its
+// predecessor's send.
 #pragma once
 
 namespace shardlab {

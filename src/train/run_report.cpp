@@ -1,6 +1,7 @@
 // ledger.json, trace.json and the summary (see run_report.h).
 #include "train/run_report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -13,22 +14,16 @@ namespace shardlab {
 
 namespace {
 
-// Collective: every rank's string, in rank order, on every rank.
+// Collective: every rank's string, in rank order, on every rank — each padded to the longest, through the
+// control plane's all-gather (all_gather_values: MPI's built-in, never the ring under test).
 std::vector<std::string> gather_strings(const std::string& mine, Communicator& world) {
-  std::vector<uint64_t> lengths = world.all_gather_value<uint64_t>(mine.size());
-  std::vector<size_t> counts(lengths.begin(), lengths.end());
-  size_t total = 0, offset = 0;
-  for (size_t c : counts) total += c;
-  for (int r = 0; r < world.rank(); ++r) offset += counts[r];
-  std::string all(total, '\0');
-  std::copy(mine.begin(), mine.end(), all.begin() + offset);
-  if (world.size() > 1) world.all_gather(all.data(), counts);
+  const std::vector<uint64_t> lengths = world.all_gather_value<uint64_t>(mine.size());
+  const size_t longest = *std::max_element(lengths.begin(), lengths.end());
+  std::vector<char> padded(longest, '\0');
+  std::copy(mine.begin(), mine.end(), padded.begin());
+  const std::vector<char> all = world.all_gather_values(padded);
   std::vector<std::string> out;
-  offset = 0;
-  for (size_t c : counts) {
-    out.push_back(all.substr(offset, c));
-    offset += c;
-  }
+  for (size_t r = 0; r < lengths.size(); ++r) out.emplace_back(all.data() + r * longest, lengths[r]);
   return out;
 }
 

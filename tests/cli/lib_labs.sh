@@ -7,6 +7,7 @@
 # Run by tests/cli/labs_*.sh, which set LABS (the labs to check) and HANDOUT (the lab whose handout is checked).
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
+export LAB_JOB_PREFIX=labsuite-$$
 export LAB_TIME_LIMIT=4  # the hang control waits this long per command (the default is 60)
 
 grade() {  # grade LAB FILE OUT: the grader's output in OUT.txt, its results in OUT.json; LOST: ids below max
@@ -70,8 +71,8 @@ if [ -n "${HANDOUT:-}" ]; then
   else fail "handout $HANDOUT grades a correct solution full marks" "$(grep -E 'total|FAIL' "$tmp/handout-grade.txt" | head -n 3 | tr -s ' ')"; fi
 fi
 
-# No process of any grading is left (each carried SHARDLAB_LAB_JOB in its environment).
-left=$(grep -lz "^SHARDLAB_LAB_JOB=" /proc/[0-9]*/environ 2>/dev/null | grep -v "/proc/$$/" | wc -l)
-if [ "$left" -le 1 ]; then ok "no process of any grading is left behind"
+# No process of this suite's gradings is left (each carried SHARDLAB_LAB_JOB=labsuite-PID-… in its environment).
+left=$(grep -lz "^SHARDLAB_LAB_JOB=$LAB_JOB_PREFIX-" /proc/[0-9]*/environ 2>/dev/null | grep -v "/proc/$$/" | wc -l)
+if [ "$left" = 0 ]; then ok "no process of any grading is left behind"
 else fail "no process of any grading is left behind" "$left processes with SHARDLAB_LAB_JOB"; fi
 [ "$fails" = 0 ]

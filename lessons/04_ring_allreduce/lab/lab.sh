@@ -6,8 +6,9 @@ LAB_SEAM=src/comm/ring_steps.cpp
 LAB_CHECKS=(
   "sums2|2|all-reduce on 2 ranks: every element is the sum"
   "sums34|2|all-reduce on 3 and 4 ranks, 1001 elements (uneven chunks): every element is the sum"
-  "bytes|2|every rank sends and receives 2(N-1)/N × payload on 4 ranks, exactly"
-  "curve|3|3 data-parallel ranks with ZeRO-1 train the reference loss curve bit for bit"
+  "owner|1|the reduce-scatter alone leaves member r with chunk r summed (ZeRO's shard), on 3 ranks"
+  "bytes|2|every rank sends and receives the formula's bytes, 2(N-1)/N × payload: 4 ranks even, 3 ranks uneven"
+  "curve|2|3 data-parallel ranks with ZeRO-1 train the reference loss curve bit for bit"
   "ledger|1|that run's ring bytes equal the formulas (plan --ledger)"
 )
 LAB_RUNS=(zero1_dp3)
@@ -34,12 +35,18 @@ ring_sums() {  # NP ELEMENTS
 }
 check_sums2() { ring_sums 2 1000; }
 check_sums34() { ring_sums 3 1001 && ring_sums 4 1001 && say "3 and 4 ranks: every element right"; }
-check_bytes() {
-  ring_run 4 1000 || return 1
+ring_bytes() {  # NP ELEMENTS
+  ring_run "$1" "$2" || return 1
   grep -q '^bytes: PASS' "$RING" && return 0
-  say "4 ranks, 8000-byte payload, formula 2(N-1)/N × 8000 = 12000 B per rank:"
-  say "$(awk '$1 ~ /^[0-9]+$/ && NF >= 6 && ($2 != $3 || $4 != $5) {printf "rank %s sent %s B (formula %s), received %s B (formula %s); ", $1, $2, $3, $4, $5}' "$RING")"
+  say "$1 ranks, $2 f64 elements: $(awk '$1 ~ /^[0-9]+$/ && NF >= 6 && ($2 != $3 || $4 != $5) {printf "rank %s sent %s B (formula %s), received %s B (formula %s); ", $1, $2, $3, $4, $5}' "$RING")"
   return 1
 }
+check_owner() {
+  ring_run 3 1001 || return 1
+  grep -q '^reduce-scatter: PASS' "$RING" && return 0
+  say "3 ranks: $(grep -m1 -E '^  rank [0-9]+: after the reduce-scatter' "$RING" | sed 's/^ *//')"
+  return 1
+}
+check_bytes() { ring_bytes 4 1000 && ring_bytes 3 1001; }
 check_curve() { curve_check zero1_dp3; }
 check_ledger() { ledger_check zero1_dp3; }

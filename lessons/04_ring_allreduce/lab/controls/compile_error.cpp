@@ -1,5 +1,5 @@
 // Control for lab 04: does not compile: a missing semicolon
-// loses: sums2 sums34 bytes curve ledger
+// loses: sums2 sums34 owner bytes curve ledger
 // says: does not build: compile_error.cpp:[0-9]+:[0-9]+: error
 #include "comm/ring_steps.h"
 

@@ -1,5 +1,5 @@
 // Control for lab 04: a crash: the first call writes through a null pointer
-// loses: sums2 sums34 bytes curve ledger
+// loses: sums2 sums34 owner bytes curve ledger
 // says: crashed: .*signal 11
 #include "comm/ring_steps.h"
 

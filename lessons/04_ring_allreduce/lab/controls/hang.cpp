@@ -1,5 +1,5 @@
 // Control for lab 04: a hang: a step count that never returns
-// loses: sums2 sums34 bytes curve ledger
+// loses: sums2 sums34 owner bytes curve ledger
 // says: did not finish within
 #include "comm/ring_steps.h"
 
