@@ -153,6 +153,7 @@ void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layou
         p["micro_batches"].get<int>() == 1 ? "" : "es", 100 * p["bubble_measured"].get<double>(),
         p["measured_step"].get<int>(), 100 * p["bubble_schedule"].get<double>(),
         100 * p["bubble_formula"].get<double>(), cfg.outputs.out.c_str());
+    if (const std::string note = cpu_sharing_note(p); !note.empty()) std::printf("  (measured: %s)\n", note.c_str());
   }
   if (layout.dp > 1 && layout.steps > 0)
     std::printf("communication (rank 0, dp axis): %s sent per step (%s intra-node, %s inter-node)\n",

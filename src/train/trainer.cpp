@@ -12,6 +12,7 @@
 #include "comm/process_grid.h"
 #include "core/blas_kernel.h"
 #include "core/cpu_features.h"
+#include "core/machine.h"
 #include "io/data_identity.h"
 #include "io/whole_checkpoint.h"
 #include "model/model_chunk.h"
@@ -161,7 +162,9 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
                  engine.shards(),   accum,  cfg.run.steps - static_cast<int>(resume_step),
                  nullptr,           nullptr};
   if (pl.pp > 1) {  // the last step, measured, beside the schedule (one rank speaks for each stage)
-    done.pipeline = pipeline_run_json(pl.schedule, pl.pp, accum, pl.virtual_stages, cfg.run.steps);
+    const int local = launcher_local_ranks();  // the ranks sharing this machine's CPUs (all of them without mpirun)
+    done.pipeline = pipeline_run_json(pl.schedule, pl.pp, accum, pl.virtual_stages, cfg.run.steps,
+                                      local > 0 ? local : grid.world_size(), online_cpus());
     done.pipeline_rank = pipeline_rank_json(stage, grid.coord(Axis::dp) == 0 && grid.coord(Axis::tp) == 0, last_slots);
   }
   outputs.finish(done, layout.total());
