@@ -33,14 +33,13 @@ namespace {
 
 std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const TextData& data, int64_t resume_step,
                        const ProcessGrid& grid, Strategy strategy, int accum) {
-  std::string h = "training " + std::to_string(layout.total()) + " params on " + data.path() + " (" +
+  std::string h = "training " + params_text(cfg, layout.total()) + " on " + data.path() + " (" +
                   std::to_string(data.train_bytes()) + " train / " + std::to_string(data.val_bytes()) +
                   " validation bytes), " + std::to_string(cfg.run.steps) +
                   (cfg.run.steps == 1 ? " step of " : " steps of ") + std::to_string(cfg.global_batch) + "×" +
                   std::to_string(cfg.model.seq) + " tokens";
   if (resume_step > 0) h += ", resuming after step " + std::to_string(resume_step);
   const ParallelLayout& l = cfg.layout;
-  if (l.tp > 1 || l.pp > 1) h += " (params: rank 0's part)";
   const int dp = grid.size(Axis::dp);
   std::string axes = dp > 1
                          ? std::string(strategy_name(strategy)) + " over " + std::to_string(dp) + " data-parallel ranks"
