@@ -75,7 +75,7 @@ int schedule_command(const CommandArgs& args, const Runtime& rt) {
   if (!svg.empty()) {
     char title[128];
     std::snprintf(title, sizeof title, "%s, ideal: a forward costs 1, a backward %g", schedule_name(kind), backward);
-    write_owned_file(svg, schedule_svg({{title, t.stages, t.makespan, "forward units"}}, v));
+    write_owned_file(svg, schedule_svg({{title, t.stages, t.makespan, "forward units", ""}}, v));
     std::printf("drew %s\n", svg.c_str());
   }
   return 0;

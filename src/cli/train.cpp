@@ -46,6 +46,8 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
   if (!err.empty()) return refuse(rt, err, 2);
   if (rt.is_root() && (cfg.layout.zero > 0 || cfg.layout.fsdp) && cfg.layout.dp_size(rt.size()) == 1)
     std::fprintf(stderr, "shardlab train: warning: --zero/--fsdp with one data-parallel rank shards nothing\n");
+  if (const std::string bubble = pipeline_bubble_warning(cfg, rt.size()); rt.is_root() && !bubble.empty())
+    std::fprintf(stderr, "shardlab train: warning: %s\n", bubble.c_str());
   // Every rank reads the data; a bad file is the same error everywhere, reported once.
   std::unique_ptr<TextData> data;
   try {

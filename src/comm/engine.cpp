@@ -18,12 +18,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <thread>
 
 #include "comm/communicator.h"
 #include "comm/mpi_errors.h"
 #include "comm/mpi_handle.h"
 #include "comm/trace.h"
+#include "core/machine.h"
 
 namespace shardlab {
 namespace detail {
@@ -34,13 +34,12 @@ std::vector<InFlight*>& in_flight() {
   return ops;
 }
 
-// Ranks on this machine (from the launcher's environment) versus cores. Unknown: assume oversubscribed.
+// Ranks on this machine (from the launcher's environment) versus cores (core/machine.h). Unknown: assume
+// oversubscribed.
 bool oversubscribed() {
   static const bool over = [] {
-    const char* e = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    if (!e) e = std::getenv("MPI_LOCALNRANKS");
-    unsigned cores = std::thread::hardware_concurrency();
-    return !e || cores == 0 || static_cast<unsigned>(std::atoi(e)) > cores;
+    const int ranks = launcher_local_ranks(), cores = online_cpus();
+    return ranks == 0 || cores == 0 || ranks > cores;
   }();
   return over;
 }

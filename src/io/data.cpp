@@ -42,13 +42,14 @@ void TextData::train_batch(uint64_t seed, uint64_t step, uint64_t first, int cou
   }
 }
 
-int TextData::windows(Part part) const {
-  size_t n = part == Part::whole ? bytes_.size() : val_bytes();
-  return static_cast<int>((n - 1) / seq_);
+size_t TextData::bytes(Part part) const {
+  return part == Part::whole ? bytes_.size() : part == Part::train ? train_bytes() : val_bytes();
 }
 
+int TextData::windows(Part part) const { return static_cast<int>((bytes(part) - 1) / seq_); }
+
 void TextData::window_batch(Part part, int first_window, int count, int32_t* inputs, int32_t* targets) const {
-  const size_t start = part == Part::whole ? 0 : split_;
+  const size_t start = part == Part::validation ? split_ : 0;
   for (int s = 0; s < count; ++s) {
     size_t off = start + static_cast<size_t>(first_window + s) * seq_;
     for (int t = 0; t < seq_; ++t) {

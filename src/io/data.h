@@ -18,11 +18,13 @@ class TextData {
   // inputs/targets (count, T) for global samples [first, first + count) of step `step`.
   void train_batch(uint64_t seed, uint64_t step, uint64_t first, int count, int32_t* inputs, int32_t* targets) const;
   // Evaluation windows: non-overlapping, in file order; window w of a part starting at byte s
-  // covers [s + w·T, s + w·T + T + 1). Part: the validation split, or the whole file (`eval`).
-  enum class Part { validation, whole };
+  // covers [s + w·T, s + w·T + T + 1), inside the part. Part: the validation split (training's
+  // validation loss, `eval`'s default), the train split, or the whole file (`eval --split`).
+  enum class Part { validation, train, whole };
   int windows(Part part) const;
   void window_batch(Part part, int first_window, int count, int32_t* inputs, int32_t* targets) const;
   size_t train_bytes() const { return split_; }
+  size_t bytes(Part part) const;
   size_t val_bytes() const { return bytes_.size() - split_; }
   const std::string& path() const { return path_; }
   int seq() const { return seq_; }

@@ -20,12 +20,22 @@ nlohmann::json pipeline_rank_json(int stage, bool speaks, const std::vector<Meas
   return j;
 }
 
-nlohmann::json pipeline_run_json(ScheduleKind schedule, int stages, int micro_batches, int virtual_stages, int step) {
-  return {{"schedule", schedule_name(schedule)},
-          {"stages", stages},
-          {"micro_batches", micro_batches},
-          {"virtual_stages", virtual_stages},
-          {"measured_step", step}};
+nlohmann::json pipeline_run_json(ScheduleKind schedule, int stages, int micro_batches, int virtual_stages, int step,
+                                 int ranks_on_machine, int cpus_online) {
+  return {{"schedule", schedule_name(schedule)}, {"stages", stages},      {"micro_batches", micro_batches},
+          {"virtual_stages", virtual_stages},    {"measured_step", step}, {"ranks_on_machine", ranks_on_machine},
+          {"cpus_online", cpus_online}};
+}
+
+std::string cpu_sharing_note(const nlohmann::json& p) {
+  // A section written before these were recorded, or a machine that did not say: no note.
+  if (!p.is_object() || !p.contains("ranks_on_machine") || !p.contains("cpus_online") ||
+      !p["ranks_on_machine"].is_number_integer() || !p["cpus_online"].is_number_integer())
+    return "";
+  const int64_t ranks = p["ranks_on_machine"], cpus = p["cpus_online"];
+  if (cpus <= 0 || ranks <= cpus) return "";
+  return std::to_string(ranks) + " ranks on " + std::to_string(cpus) + (cpus == 1 ? " core" : " cores") +
+         ": idle time includes waiting for a CPU";
 }
 
 nlohmann::json pipeline_section(const nlohmann::json& run, const nlohmann::json& ranks,
@@ -82,9 +92,9 @@ nlohmann::json pipeline_section(const nlohmann::json& run, const nlohmann::json&
     panels->push_back({"measured: step " + std::to_string(run["measured_step"].get<int>()) + ", " +
                            run["schedule"].get<std::string>() + " on " + std::to_string(p) + " stages, " +
                            std::to_string(m) + " micro-batches (wall clock)",
-                       measured, span_us / 1e3, "ms"});
+                       measured, span_us / 1e3, "ms", cpu_sharing_note(run)});
     panels->push_back(
-        {"the schedule's ideal: a forward costs 1, a backward 2", ideal.stages, ideal.makespan, "forward units"});
+        {"the schedule's ideal: a forward costs 1, a backward 2", ideal.stages, ideal.makespan, "forward units", ""});
   }
   return j;
 }
@@ -179,7 +189,8 @@ std::string pipeline_text(const nlohmann::json& p) {
   const double measured = t.makespan > 0 ? 1 - busy / (stages * t.makespan) : 0;
   std::snprintf(head, sizeof head, "bubble: %.1f%% measured, %.1f%% in the schedule, %.1f%% by the formula\n",
                 100 * measured, 100 * ideal.bubble_fraction(), 100 * bubble_formula(kind, stages, m, v));
-  return o + head;
+  const std::string note = cpu_sharing_note(p);
+  return o + head + (note.empty() ? "" : "(measured: " + note + ")\n");
 }
 
 }  // namespace shardlab

@@ -15,8 +15,13 @@ namespace shardlab {
 
 // This rank's share: its stage and, when it speaks for the stage, its measured slots.
 nlohmann::json pipeline_rank_json(int stage, bool speaks, const std::vector<MeasuredSlot>& slots);
-// The run-wide facts: schedule, stages p, micro-batches m, chunks per stage v, the step measured.
-nlohmann::json pipeline_run_json(ScheduleKind schedule, int stages, int micro_batches, int virtual_stages, int step);
+// The run-wide facts: schedule, stages p, micro-batches m, chunks per stage v, the step measured, and the
+// machine it was measured on: the job's ranks there and its CPUs online (core/machine.h).
+nlohmann::json pipeline_run_json(ScheduleKind schedule, int stages, int micro_batches, int virtual_stages, int step,
+                                 int ranks_on_machine, int cpus_online);
+// "N ranks on M cores: idle time includes waiting for a CPU" when the section's run had more ranks on its
+// machine than CPUs (the measured bubble then holds turns on a core, not only the schedule's); else "".
+std::string cpu_sharing_note(const nlohmann::json& pipeline);
 // From the run-wide facts and every rank's ledger entry: the ledger's "pipeline" section and the pictures.
 nlohmann::json pipeline_section(const nlohmann::json& run, const nlohmann::json& ranks,
                                 std::vector<SchedulePanel>* panels);

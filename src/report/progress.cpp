@@ -39,12 +39,20 @@ double Progress::tokens_per_second() const {
 
 void Progress::step(int step, double loss, std::optional<double> val_loss) {
   last_step_ = step;
-  if (val_loss) last_val_ = val_loss;
+  if (val_loss) {
+    last_val_ = val_loss;
+    last_val_step_ = step;
+  }
   if (quiet_) return;
   const double done = step - first_, left = total_ - step;
   const double eta = done > 0 ? elapsed_seconds() / done * left : 0.0;
-  char val[32] = "";
-  if (last_val_) std::snprintf(val, sizeof val, "  val %.4f", *last_val_);
+  // A validation loss is shown with the step that computed it: a line only on that step; the bar, which
+  // keeps showing the latest, says its step.
+  char val[48] = "";
+  if (bar_ && last_val_)
+    std::snprintf(val, sizeof val, "  val %.4f @step %d", *last_val_, last_val_step_);
+  else if (!bar_ && val_loss)
+    std::snprintf(val, sizeof val, "  val %.4f", *val_loss);
   if (bar_) {
     const int width = 24;
     int filled = static_cast<int>(width * double(step) / total_);

@@ -1,5 +1,6 @@
 // Rank 0's view of a run: a live bar on a terminal (or plain lines in a log), with step, loss,
-// tokens/s and ETA, and a closing summary. Only rank 0 constructs one.
+// tokens/s and ETA, and a closing summary. A validation loss appears on the line of the step that computed
+// it (the bar keeps the latest, with its step). Only rank 0 constructs one.
 #pragma once
 #include <chrono>
 #include <optional>
@@ -30,7 +31,7 @@ class Progress {
   bool bar_ = false, quiet_ = false;
   int first_, total_, every_;
   double tokens_per_step_;
-  int last_step_ = 0;
+  int last_step_ = 0, last_val_step_ = 0;
   std::string unit_;
   std::optional<double> last_val_;
   std::chrono::steady_clock::time_point start_;

@@ -7,6 +7,7 @@
 
 #include "core/flops.h"
 #include "io/owned_files.h"
+#include "model/param_layout.h"
 #include "report/format.h"
 #include "report/pipeline_report.h"
 
@@ -106,17 +107,28 @@ void write_trace_file(const std::string& path, const Trace& trace, Communicator&
   if (world.rank() == 0) write_owned_file(path, trace_document(all) + "\n");
 }
 
+std::string params_text(const TrainConfig& cfg, size_t rank0_params) {
+  const std::string whole = commas(ParamLayout(cfg.model).total()) + " params";
+  const bool tp = cfg.layout.tp > 1, pp = cfg.layout.pp > 1;
+  if (!tp && !pp) return whole;
+  return whole + " (" + commas(rank0_params) + " on rank 0: its " +
+         (tp && pp ? "tp slice of its pp stage"
+          : tp     ? "tp slice"
+                   : "pp stage") +
+         ")";
+}
+
 void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layout, const MemoryLedger& memory,
                    const CommLedger& comm, const Progress& progress, double last_loss, std::optional<double> last_val,
                    const nlohmann::json& ledger) {
-  std::printf("\n%zu params (%d layers, hidden %d, %d heads, seq %d), %s, %s", params, cfg.model.layers,
-              cfg.model.hidden, cfg.model.heads, cfg.model.seq, dtype_name(cfg.recipe.dtype),
+  std::printf("\n%s; %d layers, hidden %d, %d heads, seq %d, %s, %s", params_text(cfg, params).c_str(),
+              cfg.model.layers, cfg.model.hidden, cfg.model.heads, cfg.model.seq, dtype_name(cfg.recipe.dtype),
               cfg.recipe.bf16() ? "mixed bf16" : "no mixed precision");
   if (layout.dp > 1) std::printf(", %s on %d data-parallel ranks", strategy_name(layout.strategy), layout.dp);
   if (cfg.layout.tp > 1)
-    std::printf(", tensor parallel over %d ranks%s (params: this rank's slice)", cfg.layout.tp,
+    std::printf(", tensor parallel over %d ranks%s", cfg.layout.tp,
                 cfg.layout.sequence_parallel ? " with sequence parallelism" : "");
-  if (cfg.layout.pp > 1) std::printf(", %d pipeline stages (params: rank 0's stage)", cfg.layout.pp);
+  if (cfg.layout.pp > 1) std::printf(", %d pipeline stages", cfg.layout.pp);
   std::printf("\nfinal loss %.4f", last_loss);
   if (last_val) std::printf("   val loss %.4f", *last_val);
   std::printf("   %.0f tokens/s over %s\n", progress.tokens_per_second(),
@@ -148,6 +160,7 @@ void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layou
         p["micro_batches"].get<int>() == 1 ? "" : "es", 100 * p["bubble_measured"].get<double>(),
         p["measured_step"].get<int>(), 100 * p["bubble_schedule"].get<double>(),
         100 * p["bubble_formula"].get<double>(), cfg.outputs.out.c_str());
+    if (const std::string note = cpu_sharing_note(p); !note.empty()) std::printf("  (measured: %s)\n", note.c_str());
   }
   if (layout.dp > 1 && layout.steps > 0)
     std::printf("communication (rank 0, dp axis): %s sent per step (%s intra-node, %s inter-node)\n",

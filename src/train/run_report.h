@@ -39,6 +39,10 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
                                  std::vector<SchedulePanel>* schedule);
 // Collective: gathers every rank's trace events; rank 0 writes DIR/trace.json.
 void write_trace_file(const std::string& path, const Trace& trace, Communicator& world);
+// The model's size, and rank 0's part of it when a layout splits the model (tensor or pipeline parallel):
+// "1,234,567 params" or "1,234,567 params (617,000 on rank 0: its tp slice of its pp stage)". The run
+// header and the closing summary say it alike.
+std::string params_text(const TrainConfig& cfg, size_t rank0_params);
 // Rank 0's closing summary.
 // ledger: what write_ledger_file returned (its pipeline section is summarised), or null.
 void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layout, const MemoryLedger& memory,

@@ -1,6 +1,7 @@
 // The train flags, validation and the text forms of TrainConfig (see train_config.h).
 #include "train/train_config.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -206,6 +207,24 @@ std::string validate_world(const TrainConfig& cfg, int world) {
     return "--ranks-per-node " + std::to_string(l.ranks_per_node) + " does not divide the world size " +
            std::to_string(world);
   return "";
+}
+
+std::string pipeline_bubble_warning(const TrainConfig& cfg, int world) {
+  const ParallelLayout& l = cfg.layout;
+  const int p = l.pp, dp = l.dp_size(world), per_rank = cfg.global_batch / dp, m = per_rank / cfg.micro_batch;
+  if (p <= 1 || m >= p) return "";
+  char bubble[32];
+  std::snprintf(bubble, sizeof bubble, "%.1f%%", 100 * bubble_formula(l.schedule, p, m, l.virtual_stages));
+  // m = p with the batch as it is: the largest micro-batch that still splits a rank's samples p ways.
+  int b = per_rank / p;
+  while (b > 0 && per_rank % b != 0) --b;
+  const std::string smaller =
+      b > 0 ? "--micro-batch " + std::to_string(b) + " (the same batch in smaller pieces) or " : "";
+  return "--pp " + std::to_string(p) + " with " + std::to_string(m) + (m == 1 ? " micro-batch" : " micro-batches") +
+         " per step (m = global-batch / (dp × micro-batch) = " + std::to_string(cfg.global_batch) + " / (" +
+         std::to_string(dp) + " × " + std::to_string(cfg.micro_batch) + ")) < p = " + std::to_string(p) +
+         ": the bubble (p−1)/(m+p−1) leaves " + bubble + " of every stage idle; raise m to p or more with " + smaller +
+         "--global-batch " + std::to_string(p * dp * cfg.micro_batch);
 }
 
 nlohmann::json TrainConfig::to_json() const {

@@ -85,5 +85,8 @@ std::string parse_train_args(const std::vector<std::string>& args, TrainConfig& 
 std::string validate_train_config(const TrainConfig& cfg);
 // Checks that depend on the number of ranks (the grid, divisibility of the batch, hybrid nodes).
 std::string validate_world(const TrainConfig& cfg, int world);
+// For a valid layout: a pipeline with fewer micro-batches per step m than stages p leaves most of every
+// stage idle — one line saying m, p, the bubble (p−1)/(m+p−1) and the flags that raise m; "" when m ≥ p.
+std::string pipeline_bubble_warning(const TrainConfig& cfg, int world);
 
 }  // namespace shardlab

@@ -12,6 +12,7 @@
 #include "comm/process_grid.h"
 #include "core/blas_kernel.h"
 #include "core/cpu_features.h"
+#include "core/machine.h"
 #include "io/data_identity.h"
 #include "io/whole_checkpoint.h"
 #include "model/model_chunk.h"
@@ -32,14 +33,13 @@ namespace {
 
 std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const TextData& data, int64_t resume_step,
                        const ProcessGrid& grid, Strategy strategy, int accum) {
-  std::string h = "training " + std::to_string(layout.total()) + " params on " + data.path() + " (" +
+  std::string h = "training " + params_text(cfg, layout.total()) + " on " + data.path() + " (" +
                   std::to_string(data.train_bytes()) + " train / " + std::to_string(data.val_bytes()) +
                   " validation bytes), " + std::to_string(cfg.run.steps) +
                   (cfg.run.steps == 1 ? " step of " : " steps of ") + std::to_string(cfg.global_batch) + "×" +
                   std::to_string(cfg.model.seq) + " tokens";
   if (resume_step > 0) h += ", resuming after step " + std::to_string(resume_step);
   const ParallelLayout& l = cfg.layout;
-  if (l.tp > 1 || l.pp > 1) h += " (params: rank 0's part)";
   const int dp = grid.size(Axis::dp);
   std::string axes = dp > 1
                          ? std::string(strategy_name(strategy)) + " over " + std::to_string(dp) + " data-parallel ranks"
@@ -161,7 +161,9 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
                  engine.shards(),   accum,  cfg.run.steps - static_cast<int>(resume_step),
                  nullptr,           nullptr};
   if (pl.pp > 1) {  // the last step, measured, beside the schedule (one rank speaks for each stage)
-    done.pipeline = pipeline_run_json(pl.schedule, pl.pp, accum, pl.virtual_stages, cfg.run.steps);
+    const int local = launcher_local_ranks();  // the ranks sharing this machine's CPUs (all of them without mpirun)
+    done.pipeline = pipeline_run_json(pl.schedule, pl.pp, accum, pl.virtual_stages, cfg.run.steps,
+                                      local > 0 ? local : grid.world_size(), online_cpus());
     done.pipeline_rank = pipeline_rank_json(stage, grid.coord(Axis::dp) == 0 && grid.coord(Axis::tp) == 0, last_slots);
   }
   outputs.finish(done, layout.total());

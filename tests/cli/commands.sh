@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The command line itself: every command's --help, train's grouped help with defaults, the --config
 # round trip (a run's config.toml reproduces it bit for bit; flags given override it; a bad config
-# file is one clear error), compare of a resumed run against the uninterrupted one, bench in f64,
-# and `make run`'s layout (every core, a divisor of the default global batch).
+# file is one clear error), compare of a resumed run against the uninterrupted one, eval's splits (the
+# validation split by default, the trainer's own), the pictures of plot and schedule
+# (tests/cli/support/svg_check.py: a legend below the plot and inside the width; cell labels that fit),
+# bench in f64, and `make run`'s layout (every core, a divisor of the default global batch).
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 
@@ -93,6 +95,51 @@ printf 'step,loss,grad_norm,lr,ms,val_loss\n9,1,1,1,1,\n' >"$tmp/other/loss.csv"
 "$S" compare "$tmp/full" "$tmp/other" >"$tmp/cmp2" 2>&1
 rc=$?
 if [ $rc = 2 ] && grep -q "share no step" "$tmp/cmp2"; then ok "compare of runs that share no step: an error"; else fail "compare of runs that share no step: an error" "exit $rc: $(tr '\n' '|' <"$tmp/cmp2")"; fi
+
+# ---------------------------------------------------------------- eval's splits
+ev() { "$S" eval --load "$tmp/ck" --data "$tmp/small.txt" --progress none "$@" 2>&1 | grep '^mean loss'; }
+windows() { sed -n 's/.* over \([0-9]*\) windows\{0,1\} .*/\1/p' <<<"$1"; }
+val=$(ev) train=$(ev --split train) all=$(ev --split all)
+nv=$(windows "$val") nt=$(windows "$train") na=$(windows "$all")
+if grep -q "of the validation split of $tmp/small.txt" <<<"$val" && grep -q "of the train split" <<<"$train" &&
+  grep -q "of all of" <<<"$all" && [ -n "$nv" ] && [ -n "$nt" ] && [ -n "$na" ] && [ "$nv" -lt "$na" ] &&
+  [ "$nt" -lt "$na" ] && [ $((nv + nt)) -le "$na" ]; then
+  ok "eval scores the validation split by default ($nv windows; --split train $nt, --split all $na), saying which"
+else
+  fail "eval scores the validation split by default, saying which and how many windows" "'$val' | '$train' | '$all'"
+fi
+# The trainer's split: the default's first 4 windows are the run's validation loss at its last step.
+ev4=$(ev --max-windows 4 | awk '{print $3}') run_val=$(awk -F, 'END {print $6}' "$tmp/full/loss.csv")
+if python3 -c 'import sys; a, b = map(float, sys.argv[1:]); sys.exit(0 if abs(a - b) <= 1e-6 * abs(b) + 5e-7 else 1)' \
+  "$ev4" "$run_val" 2>/dev/null; then
+  ok "eval --max-windows 4 of the run's checkpoint ($ev4) = the run's val_loss at step 6 ($run_val): the same split"
+else
+  fail "eval --max-windows 4 = the run's val_loss at step 6 (the trainer's split)" "eval '$ev4', run '$run_val'"
+fi
+
+# ---------------------------------------------------------------- pictures
+svg_check() {  # svg_check NAME KIND ARGS...: tests/cli/support/svg_check.py KIND ARGS passes
+  local name=$1 out
+  shift
+  if out=$(python3 tests/cli/support/svg_check.py "$@" 2>&1); then ok "$name"; else fail "$name" "$out"; fi
+}
+long=$tmp/a_run_directory_named_at_length_by_someone_who_likes_long_names_pp4_interleaved_v2_seed7
+cp -r "$tmp/A" "$long"
+if "$S" plot "$tmp/A" "$tmp/B" "$long" --out "$tmp/plot.svg" >"$tmp/plot.log" 2>&1; then
+  svg_check "plot of 3 runs (one with a 90-character name): the legend below the plot area, inside the width" \
+    legend "$tmp/plot.svg"
+else
+  fail "plot of 3 runs" "$(last "$tmp/plot.log")"
+fi
+for s in "--virtual-stages 2" "--virtual-stages 4 --micro-batches 16"; do
+  if "$S" schedule --schedule interleaved $s --svg "$tmp/sched.svg" >"$tmp/sched.log" 2>&1 </dev/null; then
+    svg_check "schedule --schedule interleaved $s --svg: every cell's label fits its cell, none overlap" \
+      cells "$tmp/sched.svg"
+  else
+    fail "schedule --schedule interleaved $s --svg" "$(last "$tmp/sched.log")"
+  fi
+  rm -f "$tmp/sched.svg"
+done
 
 # ---------------------------------------------------------------- bench in f64
 "$S" bench --layers 1 --hidden 32 --heads 2 --seq 32 --micro-batch 2 --steps 1 --dtype f64 >"$tmp/bench" 2>&1

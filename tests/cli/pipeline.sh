@@ -15,7 +15,11 @@
 #      one): exit 2 within 60 s, exactly one line naming shardlab (the error, from rank 0: mpirun
 #      --tag-output says which rank wrote it), no crash dump; OpenMPI's own banner after it is expected;
 #  (4) evaluation through a pipeline of more validation micro-batches than the message tags of one pass
-#      can tell apart (11252 windows): the single process's validation loss.
+#      can tell apart (11252 windows): the single process's validation loss;
+#  (5) what a pipeline run says: the header gives the model's params (the single process's) and rank 0's
+#      stage's; fewer micro-batches than stages (m < p) get one warning with m, p, the bubble and the flags
+#      that raise m, m ≥ p none; schedule.svg's measured panel has a time axis in ms, and the note
+#      "N ranks on M cores: idle time includes waiting for a CPU" exactly when the ranks outnumber the cores.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_layouts.sh"  # mpi, run, compare_runs, steps_are, bad (over the flags R below)
@@ -119,5 +123,41 @@ if mpi 2 "$S" train "${EV[@]}" --pp 2 --schedule interleaved --virtual-stages 2 
 else
   fail "(4) 20000 validation windows through pp 2 interleaved" "exit $?: $(last "$E/pp.log")"
 fi
+
+# ---------------------------------------------------------------- (5) what a pipeline run says
+whole=$(awk '/^training / { print $2; exit }' "$L/one.log")
+head=$(grep -m1 '^training ' "$L/1f1b.log")
+if [[ $head =~ ^training\ ([0-9,]+)\ params\ \(([0-9,]+)\ on\ rank\ 0:\ its\ pp\ stage\) ]] &&
+  [ "${BASH_REMATCH[1]}" = "$whole" ] && [ "${BASH_REMATCH[2]//,/}" -lt "${whole//,/}" ]; then
+  ok "(5) -np 2 --pp 2 says the model's $whole params (the single process's) and rank 0's ${BASH_REMATCH[2]}"
+else
+  fail "(5) -np 2 --pp 2 says the model's params and rank 0's part" "'$head'; the single process: $whole"
+fi
+W5=$tmp/warn
+mkdir -p "$W5"
+if mpi 2 "$S" train "${R[@]}" --steps 1 --pp 2 --global-batch 1 --out "$W5/m1" >"$W5/m1.log" 2>&1; then
+  warn=$(grep 'warning' "$W5/m1.log")
+  if [ "$(grep -c 'warning' "$W5/m1.log")" = 1 ] &&
+    grep -q -- "--pp 2 with 1 micro-batch per step .* < p = 2: .* leaves 50.0% of every stage idle; .*--global-batch 2" \
+      <<<"$warn" && ! grep -q 'warning' "$L/1f1b.log"; then
+    ok "(5) m = 1 < p = 2: one warning ('$(cut -c1-80 <<<"$warn")…'); m = 4: none"
+  else
+    fail "(5) m = 1 < p = 2: one warning naming m, p, the bubble and the flags; m = 4: none" \
+      "m1: '$warn'; m4: '$(grep warning "$L/1f1b.log")'"
+  fi
+else
+  fail "(5) -np 2 --pp 2 --global-batch 1 trains (with a warning)" "$(last "$W5/m1.log")"
+fi
+cores=$(getconf _NPROCESSORS_ONLN)
+for entry in 1f1b:2 pp4:4; do
+  name=${entry%:*} np=${entry#*:} note=0
+  [ "$np" -gt "$cores" ] && note=1
+  what=$([ $note = 1 ] && echo "with the note" || echo "without a note")
+  if out=$(python3 tests/cli/support/svg_check.py axis "$L/$name/schedule.svg" $note 2>&1); then
+    ok "(5) -np $np ($cores cores): schedule.svg's measured panel has a time axis in ms, $what on sharing CPUs"
+  else
+    fail "(5) -np $np ($cores cores): schedule.svg's measured panel has a time axis in ms, $what on sharing CPUs" "$out"
+  fi
+done
 
 [ "$fails" = 0 ]

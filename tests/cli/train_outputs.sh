@@ -5,8 +5,11 @@
 #  ledger.json: world_size, model.params, ranks[0].memory with every category (current, peak),
 #    and model-state bytes per parameter as the precision implies (f32 AdamW 4+4+4+4; mixed bf16
 #    2+2 with fp32 master, m, v: 16 in all, claim C1). config.json exists.
+#  loss.svg (tests/cli/support/svg_check.py): the validation curve in a colour of its own, dashed, a marker
+#    at each of the 3 evaluations; the legend names both curves, below the plot area, inside the width.
 #  compare: the same config twice is bit-identical (--rtol 0 passes); another --seed fails (exit 1).
-#  --progress lines: lines with step, loss, tok/s and ETA; the summary names params and tokens/s.
+#  --progress lines: lines with step, loss, tok/s and ETA; a validation loss only on the lines of the
+#    steps that computed it (3, 6, 7); the summary names params and tokens/s.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 
@@ -68,7 +71,7 @@ fi
 run bf16 --mixed bf16 || true
 ledger_check() {  # ledger_check NAME BYTES_PER_PARAM: "param grad master adam_m adam_v" bytes per param
   local name=$1 bpp=$2 f=$tmp/$1/ledger.json out params
-  params=$(awk '/^training [0-9]+ params/ { print $2; exit }' "$tmp/$name.log")
+  params=$(awk '/^training [0-9,]+ params/ { gsub(",", "", $2); print $2; exit }' "$tmp/$name.log")
   if [ ! -f "$f" ]; then fail "$name: ledger.json exists" "no $f"; return; fi
   if [ -z "$JSON" ]; then fail "$name: ledger.json checks" "no python3 or jq (make deps installs python3)"; return; fi
   if [ "$JSON" = python3 ]; then
@@ -110,6 +113,18 @@ for n in f32 f64 bf16; do
   else fail "$n: config.json written" "missing, empty or without \"steps\": 7"; fi
 done
 
+# ---------------------------------------------------------------- loss.svg
+svg_check() {  # svg_check NAME KIND ARGS...: tests/cli/support/svg_check.py KIND ARGS passes
+  local name=$1 out
+  shift
+  if ! command -v python3 >/dev/null 2>&1; then fail "$name" "no python3 (make deps installs it)"; return; fi
+  if out=$(python3 tests/cli/support/svg_check.py "$@" 2>&1); then ok "$name"; else fail "$name" "$out"; fi
+}
+svg_check "f32: loss.svg draws the validation loss in its own colour, dashed, a marker at each of its 3 evaluations" \
+  loss "$tmp/f32/loss.svg" 3
+svg_check "f32: loss.svg's legend names both curves, below the plot area and inside the picture's width" \
+  legend "$tmp/f32/loss.svg"
+
 # ---------------------------------------------------------------- compare
 run f32_again || true
 run f32_seed --seed 99 || true
@@ -134,6 +149,13 @@ if grep -q 'params' "$tmp/lines.out" && grep -q 'tokens/s' "$tmp/lines.out"; the
   ok "--progress lines: the closing summary mentions params and tokens/s"
 else
   fail "--progress lines: the closing summary mentions params and tokens/s" "$(last "$tmp/lines.out")"
+fi
+# A validation loss on the line of the step that computed it, and on no other (every step has a line here).
+vals=$(awk '/^step / { split($2, s, "/"); all = all s[1] " "; if (/ val /) v = v s[1] " " } END { print v "|" all }' "$tmp/lines.out")
+if [ "$vals" = "3 6 7 |1 2 3 4 5 6 7 " ]; then
+  ok "--progress lines: a validation loss only on the lines of steps 3, 6 and 7, which computed it"
+else
+  fail "--progress lines: a validation loss only on the lines of steps 3, 6 and 7" "val on | lines for: $vals"
 fi
 if ! grep -q $'\r' "$tmp/lines.out"; then ok "--progress lines: no carriage returns (no bar)"
 else fail "--progress lines: no carriage returns (no bar)" "found \\r"; fi
