@@ -74,9 +74,10 @@ cmd_handout() {
     [ "$(dirname "$other")" != "$LAB_DIR" ] && grep -qx "LAB_SEAM=$LAB_SEAM" "$other" &&
       rm -f "$dest/$(dirname "$other")/$(basename "$LAB_SEAM")"
   done
-  echo "lab: wrote a handout of lab $LAB into $dest: $LAB_SEAM is the starter; every lab's controls,"
-  echo "  tests/seams/ and tests/mutants.sh (which hold pieces' code) are left out. It grades against $LAB_DIR/expected/ (make lab LAB=$LAB SOLUTION=FILE)."
-  echo "  The rest of shardlab runs as usual, except what needs the piece (make test is red until it is written)."
+  echo "lab: wrote a handout of lab $LAB into $dest: $LAB_SEAM is the starter. Left out: every lab's controls,"
+  echo "  tests/seams/ and tests/mutants.sh (they hold pieces' code). The other labs' pieces stay in src/ (give the"
+  echo "  handouts out in the labs' order). It grades against $LAB_DIR/expected/: make lab LAB=$LAB SOLUTION=FILE"
+  echo "  (the first grade there compiles all of shardlab: minutes). make test is not meant for a handout."
 }
 
 cmd_record() {
@@ -120,7 +121,7 @@ cmd_grade() {
   LAB_WORK=$BUILD_DIR/work
   rm -rf "$LAB_WORK"
   mkdir -p "$LAB_WORK"
-  echo "lab $LAB — $LAB_TITLE: grading $sol"
+  echo "lab $LAB — $LAB_TITLE: grading $sol (build: $BUILD_DIR/)"
   local ids=() names=() points=() maxes=() outputs=() total=0 max=0 entry cid pts title built=1 why=""
   # The build: the compiler's first error (file:line: message) is the diagnostic, not make's page.
   if ! timeout 900 make -s seam SEAM="$LAB_SEAM" WITH="$sol" SEAM_DIR="$BUILD_DIR" SEAM_BINS=shardlab \
@@ -131,6 +132,7 @@ cmd_grade() {
     [ -n "$why" ] || why=$(grep -m1 -E 'undefined reference to' "$BUILD_DIR/build.log" | sed -E 's/.*(undefined reference to .*)/\1/')
     [ -n "$why" ] && why="does not build: $why" || why="does not build: $(grep -m1 -iE 'error' "$BUILD_DIR/build.log")"
     echo "  $why"
+    echo "  (the compiler's whole output: $BUILD_DIR/build.log)"
   fi
   for entry in "${LAB_CHECKS[@]}"; do
     IFS='|' read -r cid pts title <<<"$entry"

@@ -84,7 +84,9 @@ std::string message(const std::vector<Report>& got, const std::vector<bool>& rep
   char limit[32];
   std::snprintf(limit, sizeof limit, "%.0f", timeout);
   if (missing.empty())
-    return "every rank is waiting and none can go on (a deadlock: the ranks are not in the same collective)" + where;
+    return "every rank is waiting and none can go on (a deadlock: each waits for a message or collective another "
+           "rank is not in)" +
+           where;
   return std::string(missing.size() > 1 ? "ranks " : "rank ") + rank_list(missing) +
          (missing.size() > 1 ? " never arrived: " : " never arrived: ") + (waiting.size() > 1 ? "ranks " : "rank ") +
          rank_list(waiting) + " waited " + limit + " s" + where + " — stuck or gone (--comm-timeout " + limit + ")";

@@ -137,8 +137,11 @@ Timeline simulate(const std::vector<StageActions>& schedule, int v, double forwa
                   std::to_string(a.micro_batch);
       return t;
     }
-  if (!sent.empty()) {
-    t.problem = "a message is sent that no stage receives";
+  if (!sent.empty()) {  // name the first: who sent what (the sender's chunk is the receiver's ∓ 1)
+    const auto& [activation, to_chunk, mb] = sent.begin()->first;
+    const int from = ((activation ? to_chunk - 1 : to_chunk + 1) % p + p) % p;
+    t.problem = "stage " + std::to_string(from) + " sends the " + (activation ? "activation" : "gradient") +
+                " of micro-batch " + std::to_string(mb) + ", which no stage receives";
     return t;
   }
   // Every stage ran micro-batches 0 … M−1 through each of its v chunks, forward and backward.

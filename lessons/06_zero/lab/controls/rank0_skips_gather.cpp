@@ -1,7 +1,7 @@
 // Control for lab 06: rank 0 skips the all-gather that every other rank enters: they wait for it forever, and
 // the watchdog ends the job naming where each rank waits (ZeRO-2: a deadlock; ZeRO-1: the messages mix up)
 // loses: zero1 zero2 bf16 bytes
-// says: a deadlock: the ranks are not in the same collective
+// says: a deadlock: each waits for a message or collective another rank is not in
 #include "parallel/zero_step.h"
 
 #include <vector>
