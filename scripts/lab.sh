@@ -67,16 +67,16 @@ cmd_handout() {
   fi
   cp "$STARTER" "$dest/$LAB_SEAM"
   # What would give the answer away: every lab's controls, the seams' alternative implementations.
-  rm -rf "$dest"/lessons/*/lab/controls "$dest"/tests/seams "$dest"/tests/mutants.sh
+  rm -rf "$dest"/lessons/*/lab/controls "$dest"/tests/mutants.sh
   # Another lab's starter for the same file has this piece written (labs 10 and 11 share megatron_fg.cpp).
   local other
   for other in lessons/*/lab/lab.sh; do
     [ "$(dirname "$other")" != "$LAB_DIR" ] && grep -qx "LAB_SEAM=$LAB_SEAM" "$other" &&
       rm -f "$dest/$(dirname "$other")/$(basename "$LAB_SEAM")"
   done
-  echo "lab: wrote a handout of lab $LAB into $dest: $LAB_SEAM is the starter. Left out: every lab's controls,"
-  echo "  tests/seams/ and tests/mutants.sh (they hold pieces' code). The other labs' pieces stay in src/ (give the"
-  echo "  handouts out in the labs' order). It grades against $LAB_DIR/expected/: make lab LAB=$LAB SOLUTION=FILE"
+  echo "lab: wrote a handout of lab $LAB into $dest: $LAB_SEAM is the starter. Left out: every lab's controls"
+  echo "  and tests/mutants.sh (they hold pieces' code). The other labs' pieces stay in src/ (give the handouts"
+  echo "  out in the labs' order). It grades against $LAB_DIR/expected/: make lab LAB=$LAB SOLUTION=FILE"
   echo "  (the first grade there compiles all of shardlab: minutes). make test is not meant for a handout."
 }
 

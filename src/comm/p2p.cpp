@@ -275,7 +275,7 @@ void Communicator::all_to_all_v(const T* sbuf, const std::vector<size_t>& scount
 
 // ---- small things ----
 // The control plane — sizes, node indices, each step's loss and norms, the configuration check — goes through
-// MPI's built-in all-gather whatever --comm says (the values are copied, never added: the same bits either
+// MPI's built-in all-gather (non-blocking, waited for like the rest) whatever --comm says (the values are copied, never added: the same bits either
 // way). A ring under construction (a lab's student's ring_steps.cpp) then gets wrong sums, not a corrupted
 // process grid.
 
@@ -290,9 +290,10 @@ std::vector<T> Communicator::all_gather_values(const std::vector<T>& mine) {
   std::vector<T> out(size_ * k, T{});
   std::copy(mine.begin(), mine.end(), out.begin() + rank_ * k);
   const CommImpl chosen = impl_;
-  impl_ = CommImpl::mpi;
-  start(Coll::all_gather, out.data(), std::vector<size_t>(size_, k), type_ops<T>(), "gather", true);
+  impl_ = CommImpl::mpi;  // posted as MPI_Iallgather and waited for like any operation: the watchdog sees it
+  Pending p(start(Coll::all_gather, out.data(), std::vector<size_t>(size_, k), type_ops<T>(), "gather", false));
   impl_ = chosen;
+  wait(p);
   return out;
 }
 

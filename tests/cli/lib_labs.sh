@@ -8,7 +8,7 @@
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 export LAB_JOB_PREFIX=labsuite-$$
-export LAB_TIME_LIMIT=4  # the hang control waits this long per command (the default is 60)
+export LAB_COMM_TIMEOUT=5 LAB_TIME_LIMIT=10  # the watchdog (5 s) speaks before the time limit (10 s); defaults 10, 60
 
 grade() {  # grade LAB FILE OUT: the grader's output in OUT.txt, its results in OUT.json; LOST: ids below max
   LAB_RESULTS=$3.json bash scripts/lab.sh grade "$1" "$2" >"$3.txt" 2>&1
@@ -60,9 +60,9 @@ if [ -n "${HANDOUT:-}" ]; then
   leaks=$(grep -vE '^(//|#include| *$|namespace|}|int mod|template|#define|#undef)' "$seam" | sed 's/^ *//' | sort -u |
     while read -r line; do [ ${#line} -lt 12 ] || grep -rlF --exclude-dir=build -- "$line" "$ho" | head -n 1; done | sort -u)
   if ! cmp -s "$ho/$seam" "$dir/$(basename "$seam")"; then fail "handout $HANDOUT: $seam is the starter" "it differs from $dir"
-  elif [ -n "$(ls -d "$ho"/lessons/*/lab/controls "$ho"/tests/seams 2>/dev/null)" ]; then fail "handout $HANDOUT: no controls, no tests/seams" "$(ls -d "$ho"/lessons/*/lab/controls "$ho"/tests/seams 2>/dev/null | head -n 2)"
+  elif [ -n "$(ls -d "$ho"/lessons/*/lab/controls "$ho"/tests/mutants.sh 2>/dev/null)" ]; then fail "handout $HANDOUT: no controls, no tests/mutants.sh" "$(ls -d "$ho"/lessons/*/lab/controls "$ho"/tests/mutants.sh 2>/dev/null | head -n 2)"
   elif [ -n "$leaks" ]; then fail "handout $HANDOUT: no file holds a line of the reference $seam" "found in: $leaks"
-  else ok "handout $HANDOUT: $seam is the starter; no controls, tests/seams or line of the reference in the tree"; fi
+  else ok "handout $HANDOUT: $seam is the starter; no controls, tests/mutants.sh or line of the reference in the tree"; fi
   mkdir -p "$ho/build" "$tmp/student"
   cp -a build/src build/.flags build/.deps-ok "$ho/build/"
   cp "$seam" "$tmp/student/"

@@ -1,8 +1,9 @@
-// A second implementation of the ring's steps (src/comm/ring_steps.h), written another way: not by the
-// closed forms, but by following the chunks around the ring — at step 0 a member sends what it starts with;
-// at step s it sends what it received at step s-1; what it receives is what its predecessor sends. It must
-// give the reference's chunks step for step, so a run built with it (make seam) trains the same curve to
-// the bit. tests/cli/seams.sh builds and runs it.
+// Control for lab 04: a second correct implementation, written another way: not by the closed forms but by
+// following the chunks around the ring (at step 0 a member sends what it starts with; at step s what it
+// received at step s-1; it receives what its predecessor sends). It gives the reference's chunks step for
+// step, so it keeps every point, the curve bit for bit included
+// loses:
+// says: total: 10 / 10 points
 #include "comm/ring_steps.h"
 
 namespace shardlab {
