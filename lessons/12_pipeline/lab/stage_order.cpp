@@ -16,7 +16,7 @@ namespace {
 // (You may use this for the stretch.) Interleaved: the j-th forward (or backward) of a stage is micro-batch (j /
 // (p·v))·p + j mod p of chunk (j mod (p·v)) / p — micro-batches in groups of p through chunk 0, then the same group
 // through chunk 1, …; backwards walk the chunks from the last.
-Compute interleaved_unit(int j, bool forward, int p, int v) {
+[[maybe_unused]] Compute interleaved_unit(int j, bool forward, int p, int v) {
   const int in_group = j % (p * v), chunk = in_group / p;
   return {forward, (j / (p * v)) * p + j % p, forward ? chunk : v - 1 - chunk};
 }

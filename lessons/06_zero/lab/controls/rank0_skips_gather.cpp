@@ -1,6 +1,6 @@
-// Control for lab 06: rank 0 skips the all-gather that every other rank enters: they wait for it forever, and
-// the watchdog ends the job naming where each rank waits (ZeRO-2: a deadlock; ZeRO-1: the messages mix up)
-// loses: zero1 zero2 bf16 bytes
+// Control for lab 06: under ZeRO-2, rank 0 skips the all-gather that every other rank enters ("rank 0 has the
+// result already"): they wait for it forever, and the watchdog ends the job naming where each rank waits
+// loses: zero2
 // says: a deadlock: each waits for a message or collective another rank is not in
 #include "parallel/zero_step.h"
 
@@ -20,7 +20,7 @@ void sharded_optimizer_step(ModelStates<T>& states, Strategy strategy, Communica
   if (strategy == Strategy::zero1 || strategy == Strategy::zero2) {  // every rank needs every updated weight
     FlatStore<T>& p = states.params();
     const std::vector<size_t> counts = shards.counts(0, shards.padded());
-    if (group.rank() != 0) {  // "rank 0 holds the result already": but an all-gather needs every member
+    if (strategy != Strategy::zero2 || group.rank() != 0) {  // but an all-gather needs every member
       if (p.is_bf16())
         group.all_gather(p.h(0), counts);
       else
