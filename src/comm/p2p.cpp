@@ -275,9 +275,9 @@ void Communicator::all_to_all_v(const T* sbuf, const std::vector<size_t>& scount
 
 // ---- small things ----
 // The control plane — sizes, node indices, each step's loss and norms, the configuration check — goes through
-// MPI's built-in all-gather (non-blocking, waited for like the rest) whatever --comm says (the values are copied, never added: the same bits either
-// way). A ring under construction (a lab's student's ring_steps.cpp) then gets wrong sums, not a corrupted
-// process grid.
+// MPI's built-in all-gather (non-blocking, waited for like the rest) whatever --comm says (the values are copied, never
+// added: the same bits either way). A ring under construction (a lab's student's ring_steps.cpp) then gets wrong sums,
+// not a corrupted process grid.
 
 template <class T>
 std::vector<T> Communicator::all_gather_value(T v) {
