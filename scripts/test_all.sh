@@ -7,6 +7,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# Everything built before any suite starts: a lesson's own `make` must never relink a binary a suite is running.
+MAKEFLAGS= make -s build/shardlab build/unit_tests build/mpi_tests >/dev/null || exit 1
 passed=0; failed=0
 suite() {  # suite NAME COMMAND...
   local name=$1; shift
