@@ -123,9 +123,10 @@ def check_axis(path, note):
     first = captions[0]
     if not texts[first].text.startswith("time in ms"):
         bad.append("the first panel's caption is '%s', not 'time in ms…'" % texts[first].text)
-    ticks = []
+    ticks = []  # the tick labels: the numbers on one baseline just before the caption (a cell's label may be a number)
+    baseline = texts[first - 1].get("y") if first > 0 else None
     for t in reversed(texts[:first]):
-        if t.get("font-size") != "10" or not re.fullmatch(r"[0-9.e+-]+", t.text or ""):
+        if t.get("font-size") != "10" or t.get("y") != baseline or not re.fullmatch(r"[0-9.e+-]+", t.text or ""):
             break
         ticks.insert(0, float(t.text))
     if len(ticks) < 3 or ticks[0] != 0 or any(b <= a for a, b in zip(ticks, ticks[1:])):
