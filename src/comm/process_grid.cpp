@@ -57,7 +57,14 @@ ProcessGrid::ProcessGrid(GridSizes sizes, int ranks_per_node, CommLedger* ledger
     for (Axis b : kOrder) color = color * size(b) + (b == a ? 0 : coord(b));
     axes_[idx(a)] = std::make_unique<Communicator>(world_.split(color, coord(a), a));
   }
+  if (sizes_.cp > 1) {  // the gradient group: dp × cp, in (dp, cp) order, booked as dp's traffic
+    const int color = (coord(Axis::pp) * size(Axis::ep) + coord(Axis::ep)) * size(Axis::tp) + coord(Axis::tp);
+    grad_group_ =
+        std::make_unique<Communicator>(world_.split(color, coord(Axis::dp) * sizes_.cp + coord(Axis::cp), Axis::dp));
+  }
 }
+
+Communicator& ProcessGrid::grad_group() { return grad_group_ ? *grad_group_ : comm(Axis::dp); }
 
 int ProcessGrid::size(Axis a) const {
   switch (a) {
@@ -91,7 +98,7 @@ Communicator& ProcessGrid::comm(Axis a) { return a == Axis::world ? world_ : *ax
 
 Communicator& ProcessGrid::dp_in_node() {
   if (!dp_in_node_) {
-    Communicator& dp = comm(Axis::dp);
+    Communicator& dp = grad_group();
     std::vector<int> node_of_member = dp.all_gather_value(node());
     int here = 0;
     std::set<int> distinct;  // the nodes this dp group spans

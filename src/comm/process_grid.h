@@ -36,7 +36,11 @@ class ProcessGrid {
   int node() const { return node_of_rank_[world_.rank()]; }
   int nodes() const { return nodes_; }
   bool simulated_nodes() const { return simulated_; }
-  // FSDP hybrid: members of my dp group on my node, and the members with my node-local index on every node.
+  // The ranks that hold the same parameters and add their gradients: the dp group, or with context parallelism
+  // dp × cp (every cp rank saw other tokens of the same samples; Megatron's data-and-context group). Data
+  // parallelism's rings, ZeRO's and FSDP's shards run over it; booked as dp traffic.
+  Communicator& grad_group();
+  // FSDP hybrid: members of my gradient group on my node, and the members with my node-local index on every node.
   // Throws std::invalid_argument when the dp group does not spread evenly over ≥ 2 nodes.
   Communicator& dp_in_node();
   Communicator& dp_across_nodes();
@@ -50,7 +54,7 @@ class ProcessGrid {
   bool simulated_ = false;
   GridCoords coords_;
   std::vector<std::unique_ptr<Communicator>> axes_;  // indexed by Axis (world slot unused)
-  std::unique_ptr<Communicator> dp_in_node_, dp_across_nodes_;
+  std::unique_ptr<Communicator> grad_group_, dp_in_node_, dp_across_nodes_;
 };
 
 }  // namespace shardlab

@@ -14,6 +14,8 @@ enum class Flop { block_forward, block_backward, block_recompute, other, count }
 struct FlopCounter {
   double flops[static_cast<int>(Flop::count)] = {};
   Flop phase = Flop::other;
+  double attention = 0;       // of those, the attention core's (Q·Kᵀ, P·V and their backward), whatever the phase
+  bool in_attention = false;  // inside AttentionFlops
   double operator[](Flop f) const { return flops[static_cast<int>(f)]; }
 };
 
@@ -34,6 +36,23 @@ class FlopPhase {
   Flop saved_;
 };
 
-inline void count_flops(double n) { flop_counter().flops[static_cast<int>(flop_counter().phase)] += n; }
+// Marks a scope as the attention core: its FLOPs count in their phase and in FlopCounter::attention too (how
+// context parallelism's splits share the work, claim C24).
+class AttentionFlops {
+ public:
+  AttentionFlops() : saved_(flop_counter().in_attention) { flop_counter().in_attention = true; }
+  ~AttentionFlops() { flop_counter().in_attention = saved_; }
+  AttentionFlops(const AttentionFlops&) = delete;
+  AttentionFlops& operator=(const AttentionFlops&) = delete;
+
+ private:
+  bool saved_;
+};
+
+inline void count_flops(double n) {
+  FlopCounter& c = flop_counter();
+  c.flops[static_cast<int>(c.phase)] += n;
+  if (c.in_attention) c.attention += n;
+}
 
 }  // namespace shardlab

@@ -37,13 +37,24 @@ NamedStores<T> gather_shards(DataParallel<T>& engine, MemoryLedger& ledger, Kept
   return stores;
 }
 
-// World ranks with dp coordinate 0 are 0 … pp·tp − 1: rank w holds stage w / tp's units, slice w % tp
-// (comm/process_grid.h). Each sends its whole stores to world rank 0, which places them in the whole model's.
+// The ranks with dp and cp coordinates 0 hold one copy of every (stage, tp slice) (cp ranks hold the same
+// parameters, like dp ranks; comm/grid_coords.h). Each sends its whole stores to world rank 0, which places them
+// in the whole model's.
+std::vector<int> slice_holders(ProcessGrid& grid) {
+  const GridSizes sizes{grid.size(Axis::dp), grid.size(Axis::tp), grid.size(Axis::pp), grid.size(Axis::cp),
+                        grid.size(Axis::ep)};
+  std::vector<int> holders;
+  for (int p = 0; p < sizes.pp; ++p)
+    for (int t = 0; t < sizes.tp; ++t) holders.push_back(rank_of_coords(sizes, GridCoords{0, p, 0, 0, t}));
+  return holders;
+}
+
 template <class T>
 void assemble_whole(DataParallel<T>& engine, const GPTConfig& model, const ParallelLayout& pl, MemoryLedger& ledger,
                     NamedStores<T>& stores, Kept<T>& keep) {
   ProcessGrid& grid = engine.grid();
-  const int tp = grid.size(Axis::tp), pp = grid.size(Axis::pp), senders = tp * pp, me = grid.world_rank();
+  const int pp = grid.size(Axis::pp), me = grid.world_rank();
+  const std::vector<int> holders = slice_holders(grid);
   const ParamLayout& mine = engine.layout();
   Communicator& world = grid.world();
   if (me != 0) {
@@ -69,7 +80,8 @@ void assemble_whole(DataParallel<T>& engine, const GPTConfig& model, const Paral
     FlatStore<T>& out = *keep.back();
     place_slices(mine, static_cast<const unsigned char*>(store->raw(0)), whole, static_cast<unsigned char*>(out.raw(0)),
                  eb);
-    for (int w = 1; w < senders; ++w) {
+    for (int w : holders) {
+      if (w == 0) continue;
       const ParamLayout theirs = layout_of(w);
       FlatStore<T> got(ledger, Mem::workspace, store->is_bf16(), 0, theirs.total());
       if (got.is_bf16())
@@ -93,7 +105,8 @@ void save_whole_checkpoint(DataParallel<T>& engine, const GPTConfig& model, cons
   Kept<T> keep;
   NamedStores<T> stores = gather_shards(engine, ledger, keep);
   if (grid.size(Axis::tp) > 1 || grid.size(Axis::pp) > 1) {  // every stage's and tp rank's slices, whole on rank 0
-    if (grid.coord(Axis::dp) == 0) assemble_whole(engine, model, layout, ledger, stores, keep);
+    if (grid.coord(Axis::dp) == 0 && grid.coord(Axis::cp) == 0)
+      assemble_whole(engine, model, layout, ledger, stores, keep);
     if (grid.world_rank() == 0) save_train_checkpoint(dir, step, record, ParamLayout(model), stores);
   } else if (grid.world_rank() == 0) {
     save_train_checkpoint(dir, step, record, engine.layout(), stores);

@@ -21,7 +21,7 @@ struct Dropouts {
   Dropouts(const BlockRun& run, const BlockDims& d) {
     auto make = [&](const char* site) {
       return Dropout::make(run.dropout, run.drop.seed, site, run.drop.step, d.layer, run.drop.first_sample, d.T, d.C,
-                           d.heads_total, d.first_head, d.first_position);
+                           d.heads_total, d.first_head, d.first_row, d.pos);
     };
     attn = make("dropout:attn");
     proj = make("dropout:proj");
@@ -46,7 +46,7 @@ void allocate_block_record(BlockRecord<T>& rec, const BlockDims& d, const Activa
   rec.qkv = Saved<T>(ledger, "block.qkv", N * 3 * CL, h);
   if (keeps_probs(policy)) rec.probs = Saved<T>(ledger, "block.probs", size_t(d.B) * d.NH * d.T * d.T, h);
   if (policy.attention == AttentionKernel::flash)
-    rec.lse = Saved<T>(ledger, "block.lse", size_t(d.B) * d.NH * d.T, false);
+    rec.lse = Saved<T>(ledger, "block.lse", size_t(d.B) * d.NH * d.T_ctx, false);
   rec.atty = Saved<T>(ledger, "block.atty", N * CL, h);
   rec.resid_mid = Saved<T>(ledger, "block.resid_mid", R * C, h);
   rec.ln2 = Saved<T>(ledger, "block.ln2", R * C, h);
@@ -74,12 +74,17 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
   keep(rec.qkv, qkv);
   T* atty = produce(rec.atty, ws.atty);
   const AttentionDims ad{B, d.T, CL, d.NH};
-  if (run.policy.attention == AttentionKernel::flash) {
-    flash_attention_forward(atty, rec.lse.data(), qkv, ad, drop.attn, ws.attention);
-  } else {
-    T* probs = rec.probs.exists() ? produce(rec.probs, ws.probs) : ws.probs;
-    attention_forward(atty, probs, qkv, ad, drop.attn, ws.attention, run.policy.bf16);
-    if (rec.probs.exists()) rec.probs.store(probs);  // already rounded, as produced
+  {
+    AttentionFlops attention_flops;
+    if (hooks.attention_forward(atty, rec.lse.data(), qkv, d, drop.attn, ws.attention)) {
+      // context parallelism: ring attention over every rank's keys (the flash kernel's contract)
+    } else if (run.policy.attention == AttentionKernel::flash) {
+      flash_attention_forward(atty, rec.lse.data(), qkv, ad, drop.attn, ws.attention);
+    } else {
+      T* probs = rec.probs.exists() ? produce(rec.probs, ws.probs) : ws.probs;
+      attention_forward(atty, probs, qkv, ad, drop.attn, ws.attention, run.policy.bf16);
+      if (rec.probs.exists()) rec.probs.store(probs);  // already rounded, as produced
+    }
   }
   keep(rec.atty, atty);
   T* resid_mid = produce(rec.resid_mid, ws.resid_mid);
@@ -161,15 +166,20 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
   linear_backward(d_atty, g.proj_w, N == R ? g.proj_b : static_cast<T*>(nullptr), dy1, atty, w.proj_w, N, CL, C);
   if (N != R) VecMap<T>(g.proj_b, C) += ConstMatMap<T>(d_proj_out, R, C).colwise().sum();
   const AttentionDims ad{B, d.T, CL, d.NH};
-  if (run.policy.attention == AttentionKernel::flash) {
-    flash_attention_backward(ws.d_qkv, d_atty, atty, qkv, rec.lse.data(), ad, drop.attn, ws.attention);
-  } else {
-    const T* probs = rec.probs.exists() ? use(rec.probs, ws.probs) : ws.probs;
-    if (!rec.probs.exists()) {  // claim C28: selective recompute re-runs only the s² part
-      FlopPhase phase(Flop::block_recompute);
-      attention_probs(ws.probs, qkv, ad, run.policy.bf16);
+  {
+    AttentionFlops attention_flops;
+    if (hooks.attention_backward(ws.d_qkv, d_atty, atty, qkv, rec.lse.data(), d, drop.attn, ws.attention)) {
+      // context parallelism: K/V around the ring again, dK/dV home
+    } else if (run.policy.attention == AttentionKernel::flash) {
+      flash_attention_backward(ws.d_qkv, d_atty, atty, qkv, rec.lse.data(), ad, drop.attn, ws.attention);
+    } else {
+      const T* probs = rec.probs.exists() ? use(rec.probs, ws.probs) : ws.probs;
+      if (!rec.probs.exists()) {  // claim C28: selective recompute re-runs only the s² part
+        FlopPhase phase(Flop::block_recompute);
+        attention_probs(ws.probs, qkv, ad, run.policy.bf16);
+      }
+      attention_backward(ws.d_qkv, d_atty, qkv, probs, ad, drop.attn, ws.attention);
     }
-    attention_backward(ws.d_qkv, d_atty, qkv, probs, ad, drop.attn, ws.attention);
   }
   linear_backward(ws.d_ln, g.qkv_w, g.qkv_b, ws.d_qkv, hooks.region_input(ln1, ws.full_a, d), w.qkv_w, N, C, 3 * CL);
   T* d_ln1 = hooks.enter_backward(ws.d_ln, d);

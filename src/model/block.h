@@ -8,7 +8,9 @@
 // width, its rows of the sequence — and knows the global index of each slice's first element, so every
 // dropout mask is the whole model's mask for that slice. With tensor parallelism a rank holds heads
 // [first_head, first_head + NH) and MLP columns of width F; with sequence parallelism the residual
-// stream holds positions [first_position, first_position + T_local).
+// stream holds rows [first_row, first_row + T_local) of the sequence. With context parallelism the sequence
+// a rank holds is its T_ctx tokens of each sample, at the global positions `pos` says (token_positions.h),
+// and the attention core reaches the other ranks' tokens through the hooks' attention seam (ring attention).
 //
 // Communication seams: entering and leaving each tensor-parallel region the block calls a RegionHooks
 // method; the base class is the identity (one process, data parallel). Tensor parallelism makes them
@@ -25,7 +27,9 @@
 #include <cstdint>
 
 #include "model/activation_record.h"
+#include "model/dropout.h"
 #include "model/param_layout.h"
+#include "model/token_positions.h"
 
 namespace shardlab {
 
@@ -42,14 +46,16 @@ struct BlockDims {
   int C = 0;                          // hidden size (the residual stream is never split by heads)
   int NH = 0, HD = 0;                 // heads on this rank, head size
   int F = 0;                          // MLP width on this rank (4C / t)
-  int T_local = 0;                    // residual rows per sample on this rank (T, or T / t with sequence parallel)
+  int T_ctx = 0;                      // tokens per sample on this rank (T, or T / c with context parallel)
+  int T_local = 0;                    // residual rows per sample (T_ctx, or T_ctx / t with sequence parallel)
   int heads_total = 0;                // heads of the whole model
   int first_head = 0;                 // global index of this rank's first head
-  int first_position = 0;             // global position of this rank's first residual row
+  int first_row = 0;                  // which of the T_ctx tokens is this rank's first residual row
+  TokenPositions pos;                 // the global position of each of the T_ctx tokens (token_positions.h)
   int layer = 0;                      // global layer index
   int CL() const { return NH * HD; }  // attention width on this rank
-  size_t rows() const { return size_t(B) * T_local; }   // residual rows
-  size_t region_rows() const { return size_t(B) * T; }  // rows inside the tensor-parallel regions
+  size_t rows() const { return size_t(B) * T_local; }       // residual rows
+  size_t region_rows() const { return size_t(B) * T_ctx; }  // rows inside the tensor-parallel regions
 };
 
 // A block's tensors inside its unit's range of the flat layout (P = const T* for weights, T* for grads).
@@ -81,6 +87,16 @@ class RegionHooks {
   virtual T* enter_backward(T* d_full, const BlockDims& d) { return d_full; }
   // The region's input again in backward (for the weight gradients), from the saved residual rows.
   virtual const T* region_input(const T* x, T* full, const BlockDims& d) { return x; }
+  // The attention core when the keys are not all on this rank (context parallelism: ring attention, with the
+  // flash kernel's out/lse contract, flash_attention.h). false: this rank holds the whole sequence, and the
+  // block runs its own kernel.
+  virtual bool attention_forward(T* out, T* lse, const T* qkv, const BlockDims& d, const Dropout& drop, T* scratch) {
+    return false;
+  }
+  virtual bool attention_backward(T* d_qkv, const T* d_out, const T* out, const T* qkv, const T* lse,
+                                  const BlockDims& d, const Dropout& drop, T* scratch) {
+    return false;
+  }
 };
 
 // Compute buffers of one block's forward and backward, shared by every block of a chunk and every

@@ -3,6 +3,8 @@
 #pragma once
 #include <string>
 
+#include "model/token_positions.h"
+
 namespace shardlab {
 
 struct GPTConfig {
@@ -28,10 +30,15 @@ struct GPTConfig {
 
 // Which part of every layer this rank holds: tensor parallelism splits each block's heads and MLP width,
 // and the LM head's vocabulary, over tp ranks (Megatron, claims C17, C19); sequence parallelism also splits
-// the residual stream's positions (C23). The whole layer by default.
+// the residual stream's positions (C23); context parallelism splits every sample's tokens over cp ranks (C24,
+// token_positions.h). The whole layer and the whole sequence by default.
 struct ModelSlice {
   int tp = 1, tp_rank = 0;
   bool sequence_parallel = false;
+  int cp = 1, cp_rank = 0;
+  ContextSplit cp_split = ContextSplit::zigzag;
+  TokenPositions positions(int T) const { return TokenPositions::of_rank(T, cp, cp_rank, cp_split); }
+  int T_ctx(int T) const { return T / cp; }  // tokens per sample on this rank
   // Empty if cfg can be split this way, else one sentence naming what is wrong.
   std::string validate(const GPTConfig& cfg) const {
     if (tp < 1) return "--tp must be at least 1";
@@ -46,9 +53,17 @@ struct ModelSlice {
              " (the LM head gives every rank V/t rows of the vocabulary)";
     if (sequence_parallel && tp == 1)
       return "--sequence-parallel needs --tp 2 or more (it splits the sequence over tp)";
-    if (sequence_parallel && cfg.seq % tp != 0)
-      return "--sequence-parallel splits --seq " + std::to_string(cfg.seq) + " over --tp " + std::to_string(tp) +
-             ": it must be divisible";
+    if (cp < 1) return "--cp must be at least 1";
+    const int pieces = cp_split == ContextSplit::zigzag && cp > 1 ? 2 * cp : cp;
+    if (cfg.seq % pieces != 0)
+      return "--cp " + std::to_string(cp) + " cuts --seq " + std::to_string(cfg.seq) + " into " +
+             std::to_string(pieces) + (cp_split == ContextSplit::zigzag && cp > 1 ? " zigzag chunks" : " chunks") +
+             ": it must be divisible by " + std::to_string(pieces);
+    if (sequence_parallel && T_ctx(cfg.seq) % tp != 0)
+      return "--sequence-parallel splits " +
+             (cp > 1 ? "each cp rank's " + std::to_string(T_ctx(cfg.seq)) + " tokens"
+                     : "--seq " + std::to_string(cfg.seq)) +
+             " over --tp " + std::to_string(tp) + ": it must be divisible";
     return "";
   }
 };

@@ -14,9 +14,9 @@ template <class T>
 double head_forward(HeadRecord<T>& h, const int32_t* targets, UnitAccess<T>& access, const ParamLayout& layout,
                     const GPTConfig& cfg, const ModelSlice& slice, const BlockDims& d, bool bf16, BlockScratch<T>& ws,
                     HeadHooks<T>& hooks, MemoryLedger& ledger) {
-  const int unit = cfg.layers + 1, C = cfg.hidden, V = cfg.vocab, Tn = cfg.seq;
+  const int unit = cfg.layers + 1, C = cfg.hidden, V = cfg.vocab;
   const size_t R = d.rows();
-  const int Tl = d.T_local, t0 = d.first_position;
+  const int Tl = d.T_local, t0 = d.first_row, Tc = d.T_ctx;
   const T* base = access.params(unit, false);
   auto P = [&](size_t offset) { return base + (offset - layout.unit_begin(unit)); };
   const T* hx = h.x.half() ? ws.x : h.x.data();
@@ -46,7 +46,7 @@ double head_forward(HeadRecord<T>& h, const int32_t* targets, UnitAccess<T>& acc
   return vocab_parallel_cross_entropy_forward(
       h.probs.data(), targets, static_cast<int>(N), Vl, v0, stats.data(),
       [&](T* x, size_t n) { hooks.vocab_max(x, n); }, [&](T* x, size_t n) { hooks.vocab_sum(x, n); },
-      [&](int n) { return !sp || (n % Tn >= t0 && n % Tn < t0 + Tl); });  // SP: this rank's positions' loss
+      [&](int n) { return !sp || (n % Tc >= t0 && n % Tc < t0 + Tl); });  // SP: this rank's rows' loss
 }
 
 template <class T>

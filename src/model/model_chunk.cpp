@@ -51,10 +51,12 @@ BlockDims ModelChunk<T>::dims(int B, int layer) const {
   d.HD = cfg_.head_dim();
   d.NH = cfg_.heads / slice_.tp;
   d.F = 4 * cfg_.hidden / slice_.tp;
-  d.T_local = slice_.sequence_parallel ? cfg_.seq / slice_.tp : cfg_.seq;
+  d.T_ctx = slice_.T_ctx(cfg_.seq);
+  d.pos = slice_.positions(cfg_.seq);
+  d.T_local = slice_.sequence_parallel ? d.T_ctx / slice_.tp : d.T_ctx;
   d.heads_total = cfg_.heads;
   d.first_head = slice_.tp_rank * d.NH;
-  d.first_position = slice_.sequence_parallel ? slice_.tp_rank * d.T_local : 0;
+  d.first_row = slice_.sequence_parallel ? slice_.tp_rank * d.T_local : 0;
   d.layer = layer;
   return d;
 }
@@ -87,13 +89,17 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
   const int Tn = cfg_.seq, C = cfg_.hidden, B = mb.B;
   const BlockDims d0 = dims(B, spec_.first_block);
   const size_t R = d0.rows();
-  const int Tl = d0.T_local, t0 = d0.first_position;
-  if (spec_.embedding) r.inputs.assign(mb.inputs, mb.inputs + size_t(B) * Tn);
-  if (spec_.head && slice_.sequence_parallel)  // the vocabulary-parallel head runs every position
-    r.targets.assign(mb.targets, mb.targets + size_t(B) * Tn);
-  else if (spec_.head)  // this rank's rows' targets, contiguous
+  const int Tl = d0.T_local, t0 = d0.first_row, Tc = d0.T_ctx;
+  // This rank's tokens of each sample (all of them without context parallelism), inputs and targets at the
+  // same global positions: the labels were shifted before the split. The head needs every one of them (with
+  // sequence parallelism the vocabulary-parallel head runs the tp region's rows, the whole T_ctx).
+  auto local_tokens = [&](const int32_t* all, std::vector<int32_t>& mine) {
+    mine.resize(size_t(B) * Tc);
     for (int b = 0; b < B; ++b)
-      r.targets.insert(r.targets.end(), mb.targets + size_t(b) * Tn + t0, mb.targets + size_t(b) * Tn + t0 + Tl);
+      for (int i = 0; i < Tc; ++i) mine[size_t(b) * Tc + i] = all[size_t(b) * Tn + d0.pos.at(i)];
+  };
+  if (spec_.embedding) local_tokens(mb.inputs, r.inputs);
+  if (spec_.head) local_tokens(mb.targets, r.targets);
   const BlockRun run = run_of(r);
   const int nblocks = spec_.end_block - spec_.first_block;
   r.blocks.resize(nblocks);
@@ -103,7 +109,7 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
   T* x0 = produce(r.blocks[0].x, ws_.x);
   if (spec_.embedding) {
     UnitPtr<const T*> P{access.params(0, false), layout_.unit_begin(0)};
-    embedding_forward(x0, r.inputs.data(), P(layout_.tok_emb), P(layout_.pos_emb), B, Tn, C, t0, Tl);
+    embedding_forward(x0, r.inputs.data(), P(layout_.tok_emb), P(layout_.pos_emb), B, Tc, C, t0, Tl, d0.pos);
     access.params_done(0, false);
   } else {
     std::memcpy(static_cast<void*>(x0), x_in, R * C * sizeof(T));
@@ -139,7 +145,7 @@ void ModelChunk<T>::backward(int mb_id, UnitAccess<T>& access, T loss_scale, con
   if (it == records_.end())
     throw std::logic_error("backward of micro-batch " + std::to_string(mb_id) + " without its forward");
   Records& r = *it->second;
-  const int C = cfg_.hidden, B = r.mb.B, Tn = cfg_.seq;
+  const int C = cfg_.hidden, B = r.mb.B;
   const BlockDims d0 = dims(B, spec_.first_block);
   const size_t R = d0.rows();
   const BlockRun run = run_of(r);
@@ -164,8 +170,8 @@ void ModelChunk<T>::backward(int mb_id, UnitAccess<T>& access, T loss_scale, con
   if (spec_.embedding) {
     access.params(0, true);  // the embedding's backward reads no weights, but a unit is gathered for it all the same
     UnitPtr<T*> G{access.grads(0), layout_.unit_begin(0)};
-    embedding_backward(G(layout_.tok_emb), G(layout_.pos_emb), ws_.d_res, r.inputs.data(), B, Tn, C, d0.first_position,
-                       d0.T_local);
+    embedding_backward(G(layout_.tok_emb), G(layout_.pos_emb), ws_.d_res, r.inputs.data(), B, d0.T_ctx, C, d0.first_row,
+                       d0.T_local, d0.pos);
     done(0);
   } else {
     std::memcpy(static_cast<void*>(d_in), ws_.d_res, R * C * sizeof(T));

@@ -15,7 +15,7 @@ DataParallel<T>::DataParallel(const ParallelLayout& settings, const Recipe& reci
                               const ParamLayout& layout, ProcessGrid& grid, MemoryLedger& ledger, Trace& trace)
     : layout_(layout), grid_(grid), ledger_(ledger), trace_(trace), strategy_(settings.strategy()) {
   dp_ = &grid.comm(Axis::dp);
-  shard_ = dp_;
+  shard_ = &grid.grad_group();  // dp, or dp × cp
   across_ = nullptr;
   if (strategy_ == Strategy::hybrid) {
     shard_ = &grid.dp_in_node();
@@ -23,11 +23,13 @@ DataParallel<T>::DataParallel(const ParallelLayout& settings, const Recipe& reci
   }
   tp_ = grid.size(Axis::tp) > 1 ? &grid.comm(Axis::tp) : nullptr;
   pp_ = grid.size(Axis::pp) > 1 ? &grid.comm(Axis::pp) : nullptr;
+  cp_ = grid.size(Axis::cp) > 1 ? &grid.comm(Axis::cp) : nullptr;
   for (int u = 0; u < layout.units(); ++u)
     if (layout.holds(u)) last_held_ = u;  // it also carries the padding
   sequence_parallel_ = tp_ && settings.sequence_parallel;
-  sums_ = std::make_unique<GridSums>(tp_, pp_, dp_, shard_, sequence_parallel_);
-  for (Communicator* c : {dp_, shard_, across_, tp_, pp_})  // ring receive buffers show as comm_buffer in the ledger
+  sums_ = std::make_unique<GridSums>(tp_, cp_, pp_, dp_, shard_, sequence_parallel_);
+  for (Communicator* c :
+       {dp_, shard_, across_, tp_, pp_, cp_})  // ring receive buffers show as comm_buffer in the ledger
     if (c) c->set_memory_ledger(&ledger);
   shards_ = ShardLayout(layout.total(), shard_->size(), shard_->rank());
   states_ = std::make_unique<ModelStates<T>>(recipe, optimizer, layout, shards_, strategy_, ledger);
@@ -53,7 +55,7 @@ void DataParallel<T>::begin_backward(bool last) {
 
 template <class T>
 void DataParallel<T>::set_comm_ledger(CommLedger* ledger) {
-  for (Communicator* c : {dp_, shard_, across_, tp_, pp_})
+  for (Communicator* c : {dp_, shard_, across_, tp_, pp_, cp_})
     if (c) c->set_ledger(ledger);
 }
 

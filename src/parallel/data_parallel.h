@@ -109,11 +109,12 @@ class DataParallel : public UnitAccess<T> {
   MemoryLedger& ledger_;
   Trace& trace_;
   Strategy strategy_;
-  Communicator* dp_;      // every data-parallel rank: loss, and the gradient ring when not hybrid
-  Communicator* shard_;   // the sharding group (= dp, or the node's dp ranks for hybrid)
+  Communicator* dp_;      // every data-parallel rank: the loss
+  Communicator* shard_;   // the gradient ring and the sharding group (dp, or dp × cp; the node's part for hybrid)
   Communicator* across_;  // hybrid: the same shard on every node
   Communicator* tp_;      // tensor-parallel partners (null when tp = 1)
   Communicator* pp_;      // the other pipeline stages (null when pp = 1)
+  Communicator* cp_;      // context-parallel partners: the loss's other tokens (null when cp = 1)
   int last_held_ = 0;     // the last unit this rank holds (a stage holds some)
   bool sequence_parallel_;
   ShardLayout shards_;

@@ -13,7 +13,10 @@ double sum_in_rank_order(Communicator& c, double local) {
 }
 }  // namespace
 
-double GridSums::over_slices(double local) const { return sequence_parallel_ ? sum_in_rank_order(*tp_, local) : local; }
+double GridSums::over_slices(double local) const {
+  const double sample_part = sequence_parallel_ ? sum_in_rank_order(*tp_, local) : local;
+  return cp_ ? sum_in_rank_order(*cp_, sample_part) : sample_part;
+}
 
 double GridSums::over_stages(double local) const { return pp_ ? sum_in_rank_order(*pp_, local) : local; }
 

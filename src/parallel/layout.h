@@ -1,5 +1,5 @@
-// The parallel layout of a run, as typed settings: how many ranks on each axis of the grid (dp, tp, pp; cp
-// and ep take their places here when they come), how the data-parallel ranks share the model states (the
+// The parallel layout of a run, as typed settings: how many ranks on each axis of the grid (dp, tp, pp, cp;
+// ep takes its place here when it comes), how the data-parallel ranks share the model states (the
 // strategy: --zero N or --fsdp NAME), how a pipeline is scheduled, and how ranks talk (buckets, overlap,
 // prefetch, hand-written rings or MPI's built-ins). Read by the engine, the pipeline, the memory check and
 // the reports; written from the command line, config files and checkpoints by train/train_config.cpp.
@@ -20,8 +20,10 @@ struct ParallelLayout {
   int dp = 0;                      // data-parallel ranks; 0 = what the other axes leave of the world
   int tp = 1;                      // tensor-parallel ranks (Megatron: heads and MLP width split over them)
   bool sequence_parallel = false;  // with tp > 1: LayerNorm, dropout and residual regions split along the sequence
-  int pp = 1;                      // pipeline stages
-  std::vector<int> pp_layers;      // layers per stage ({} = balanced; --pp-layers 3,5; parallel/pipeline_partition.h)
+  int cp = 1;                      // context-parallel ranks (every sample's tokens split over them, C24)
+  ContextSplit cp_split = ContextSplit::zigzag;  // which tokens each cp rank holds (model/token_positions.h)
+  int pp = 1;                                    // pipeline stages
+  std::vector<int> pp_layers;  // layers per stage ({} = balanced; --pp-layers 3,5; parallel/pipeline_partition.h)
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
   int virtual_stages = 1;          // model chunks per stage (interleaved)
   int zero = 0;                    // ZeRO stage 0..3 (--zero)
@@ -33,8 +35,10 @@ struct ParallelLayout {
   int ranks_per_node = 0;          // simulate nodes of K ranks; 0 = real shared-memory nodes
 
   Strategy strategy() const { return fsdp ? *fsdp : zero >= 1 && zero <= 3 ? strategy_at(zero) : Strategy::dp; }
-  ModelSlice slice(int tp_rank) const { return ModelSlice{tp, tp_rank, sequence_parallel}; }
-  int dp_size(int world) const { return dp ? dp : world / (tp * pp); }
+  ModelSlice slice(int tp_rank, int cp_rank = 0) const {
+    return ModelSlice{tp, tp_rank, sequence_parallel, cp, cp_rank, cp_split};
+  }
+  int dp_size(int world) const { return dp ? dp : world / (tp * pp * cp); }
 };
 
 }  // namespace shardlab

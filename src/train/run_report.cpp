@@ -38,7 +38,8 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
   const nlohmann::json flops = {{"block_forward", f[Flop::block_forward]},
                                 {"block_backward", f[Flop::block_backward]},
                                 {"block_recompute", f[Flop::block_recompute]},
-                                {"other", f[Flop::other]}};
+                                {"other", f[Flop::other]},
+                                {"attention", f.attention}};  // part of the phases above
   nlohmann::json mine = {{"rank", world.rank()},
                          {"params", params},
                          {"memory", memory.to_json()},

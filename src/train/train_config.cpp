@@ -77,6 +77,11 @@ void add_train_flags(Flags& f, TrainConfig& c) {
   f.flag("--sequence-parallel", c.layout.sequence_parallel,
          "with --tp > 1: split LayerNorm, dropout and residual activations along the sequence too");
   f.add("--pp", c.layout.pp, "pipeline stages: consecutive layers per stage, embedding on the first, head on the last");
+  f.add("--cp", c.layout.cp,
+        "context-parallel ranks: each holds 1/c of every sample's tokens; K/V go round a ring (needs --attention "
+        "flash)");
+  f.choice("--cp-split", c.layout.cp_split, kContextSplitWords,
+           "which tokens a cp rank holds: zigzag (chunks r and 2c−1−r: equal causal work) or contiguous");
   f.add(
       "--pp-layers", [&c] { return layer_counts_text(c.layout.pp_layers); },
       [&c](const std::string& text) { return parse_layer_counts(text, &c.layout.pp_layers); },
@@ -148,6 +153,11 @@ std::string validate_train_config(const TrainConfig& c) {
     return "--zero and --fsdp name the same thing; give one (fsdp full = zero 3, grad_op = zero 2, no_shard = zero 0)";
   if (l.dp < 0 || l.ranks_per_node < 0) return "--dp and --ranks-per-node must not be negative";
   if (std::string why = c.slice(0).validate(c.model); !why.empty()) return why;
+  if (l.cp > 1 && c.attention == AttentionKernel::naive)
+    return "--cp " + std::to_string(l.cp) +
+           " runs ring attention: flash attention's online softmax over key blocks that arrive from the other cp "
+           "ranks; the naive kernel needs each query's whole row of s scores on one rank, which no cp rank holds — "
+           "add --attention flash";
   if (std::string why = pipeline_problem(c.model.layers, l.pp, l.virtual_stages, l.schedule, l.pp_layers); !why.empty())
     return why;
   if (!(l.bucket_mb > 0)) return "--bucket-mb must be positive";
@@ -160,20 +170,21 @@ std::string validate_train_config(const TrainConfig& c) {
 
 std::string validate_world(const TrainConfig& cfg, int world) {
   const ParallelLayout& l = cfg.layout;
-  const int tp = l.tp, pp = l.pp, others = tp * pp;
+  const int tp = l.tp, pp = l.pp, cp = l.cp, others = tp * pp * cp;
   if (!l.dp && world % others != 0) {
-    const std::string axes =
-        pp == 1   ? "--tp " + std::to_string(tp)
-        : tp == 1 ? "--pp " + std::to_string(pp)
-                  : "tp " + std::to_string(tp) + " × pp " + std::to_string(pp) + " = " + std::to_string(others);
+    std::string axes;  // the axes given, as they multiply
+    int named = 0;
+    for (auto [name, n] : {std::pair<const char*, int>{"pp", pp}, {"cp", cp}, {"tp", tp}})
+      if (n > 1) axes += std::string(named++ ? " × " : "") + name + " " + std::to_string(n);
+    axes = named == 1 ? "--" + axes : axes + " = " + std::to_string(others);
     return axes + " does not divide the world of " + ranks(world) + " (mpirun -np a multiple of " +
            std::to_string(others) + ")";
   }
   const int dp = l.dp_size(world);
   if (dp * others != world)
-    return "--dp " + std::to_string(dp) + " × tp " + std::to_string(tp) + " × pp " + std::to_string(pp) +
-           " × cp 1 × ep 1 = " + std::to_string(dp * others) + ", but the world has " + ranks(world) + " (mpirun -np " +
-           std::to_string(dp * others) + ")";
+    return "--dp " + std::to_string(dp) + " × pp " + std::to_string(pp) + " × cp " + std::to_string(cp) +
+           " × ep 1 × tp " + std::to_string(tp) + " = " + std::to_string(dp * others) + ", but the world has " +
+           ranks(world) + " (mpirun -np " + std::to_string(dp * others) + ")";
   if (cfg.global_batch % (dp * cfg.micro_batch) != 0)
     return "--global-batch " + std::to_string(cfg.global_batch) +
            " is not divisible by dp × micro-batch = " + std::to_string(dp) + " × " + std::to_string(cfg.micro_batch);

@@ -17,6 +17,7 @@
 #include "io/whole_checkpoint.h"
 #include "model/model_chunk.h"
 #include "optim/lr_schedule.h"
+#include "parallel/context_parallel.h"
 #include "parallel/data_parallel.h"
 #include "parallel/pipeline.h"
 #include "parallel/pipeline_partition.h"
@@ -48,6 +49,9 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
   if (l.tp > 1)
     axes +=
         ", tensor parallel over " + std::to_string(l.tp) + (l.sequence_parallel ? " with sequence parallelism" : "");
+  if (l.cp > 1)
+    axes += ", context parallel over " + std::to_string(l.cp) + " (" + word_of(kContextSplitWords, l.cp_split) +
+            " split, ring attention)";
   if (l.pp > 1)
     axes += ", " + std::to_string(l.pp) + " pipeline stages (" + schedule_name(l.schedule) +
             (l.virtual_stages > 1 ? ", " + std::to_string(l.virtual_stages) + " chunks each" : "") + ")";
@@ -62,10 +66,10 @@ template <class T>
 int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) {
   const ParallelLayout& pl = cfg.layout;
   RunLedgers ledgers(cfg.outputs.trace);
-  ProcessGrid grid(GridSizes{pl.dp, pl.tp, pl.pp, 1, 1}, pl.ranks_per_node, &ledgers.comm, &ledgers.trace, pl.comm);
-  const int dp = grid.size(Axis::dp), dp_rank = grid.coord(Axis::dp);  // tp and pp partners: the same samples
+  ProcessGrid grid(GridSizes{pl.dp, pl.tp, pl.pp, pl.cp, 1}, pl.ranks_per_node, &ledgers.comm, &ledgers.trace, pl.comm);
+  const int dp = grid.size(Axis::dp), dp_rank = grid.coord(Axis::dp);  // tp, pp and cp partners: the same samples
   const int stage = grid.coord(Axis::pp);
-  const ModelSlice slice = cfg.slice(grid.coord(Axis::tp));
+  const ModelSlice slice = cfg.slice(grid.coord(Axis::tp), grid.coord(Axis::cp));
   const PipelinePartition part = partition_layers(cfg.model.layers, pl.pp, pl.virtual_stages, pl.pp_layers);
   // This rank's part of the model: its stage's units, its tp slice of each (all of it on one process).
   ParamLayout layout(cfg.model, slice, part.held_units(stage));
@@ -73,14 +77,22 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
   std::unique_ptr<TensorParallelRegions<T>> regions;  // the blocks' tp seams (identity when tp = 1)
   if (pl.tp > 1)
     regions = std::make_unique<TensorParallelRegions<T>>(grid.comm(Axis::tp), pl.sequence_parallel,
-                                                         size_t(cfg.micro_batch) * cfg.model.seq, cfg.model.hidden,
+                                                         size_t(cfg.micro_batch) * slice.T_ctx(cfg.model.seq),
+                                                         cfg.model.hidden, ledgers.memory);
+  std::unique_ptr<ContextParallelAttention<T>> ring;  // ring attention around the cp ranks, wrapping the tp seams
+  if (pl.cp > 1) {
+    grid.comm(Axis::cp).set_memory_ledger(&ledgers.memory);
+    ring = std::make_unique<ContextParallelAttention<T>>(grid.comm(Axis::cp), regions.get(), slice, cfg.model.seq,
+                                                         cfg.micro_batch, cfg.model.heads / pl.tp, cfg.model.head_dim(),
                                                          ledgers.memory);
+  }
+  ChunkHooks<T>* hooks = ring ? static_cast<ChunkHooks<T>*>(ring.get()) : regions.get();
   std::vector<std::unique_ptr<ModelChunk<T>>> chunks;
   std::vector<ModelChunk<T>*> chunk_ptrs;
   for (int c = 0; c < part.virtual_stages; ++c) {
     // The v chunks of an interleaved stage never run at once: they share the first one's workspace.
     chunks.push_back(std::make_unique<ModelChunk<T>>(cfg.model, layout, part.chunk(stage, c), cfg.micro_batch,
-                                                     cfg.activation_policy(), ledgers.memory, regions.get(), slice,
+                                                     cfg.activation_policy(), ledgers.memory, hooks, slice,
                                                      c ? chunks[0]->workspace() : nullptr));
     chunk_ptrs.push_back(chunks.back().get());
   }
@@ -164,7 +176,8 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     const int local = launcher_local_ranks();  // the ranks sharing this machine's CPUs (all of them without mpirun)
     done.pipeline = pipeline_run_json(pl.schedule, pl.pp, accum, pl.virtual_stages, cfg.run.steps,
                                       local > 0 ? local : grid.world_size(), online_cpus());
-    done.pipeline_rank = pipeline_rank_json(stage, grid.coord(Axis::dp) == 0 && grid.coord(Axis::tp) == 0, last_slots);
+    done.pipeline_rank = pipeline_rank_json(
+        stage, grid.coord(Axis::dp) == 0 && grid.coord(Axis::cp) == 0 && grid.coord(Axis::tp) == 0, last_slots);
   }
   outputs.finish(done, layout.total());
   return 0;

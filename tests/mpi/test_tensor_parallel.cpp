@@ -94,7 +94,8 @@ void check_seams(Communicator& tp, int g, bool sp, int B) {
   d.F = 4;
   d.T_local = Tl;
   d.first_head = r;
-  d.first_position = t0;
+  d.T_ctx = T;
+  d.first_row = t0;
   const size_t R = d.rows() * C, N = d.region_rows() * C;  // residual and region elements
   REQUIRE(N == size_t(B) * T * C);
   REQUIRE(R == size_t(B) * Tl * C);
@@ -205,7 +206,8 @@ void check_vocab_head(Communicator& tp, bool sp) {
   d.T = T;
   d.C = C;
   d.T_local = Tl;
-  d.first_position = t0;
+  d.T_ctx = T;
+  d.first_row = t0;
   std::vector<double> Wl(W.begin() + size_t(v0) * C, W.begin() + size_t(v0 + Vl) * C), x_local(size_t(R) * C);
   for (int b = 0; b < B; ++b)
     std::memcpy(&x_local[size_t(b) * Tl * C], &X[(size_t(b) * T + t0) * C], sizeof(double) * Tl * C);
