@@ -69,3 +69,19 @@ for s in 256 512 1024 2048; do
   f=$(build/shardlab bench --layers 4 --hidden 256 --heads 4 --seq $s --micro-batch 4 --steps 3 --attention flash | step_ms)
   awk -v s=$s -v n=$n -v f=$f 'BEGIN {printf "  S=%-5d naive %8.1f ms  flash %8.1f ms  flash/naive %.2f\n", s, n, f, f / n}'
 done
+
+echo
+echo "context parallel: cp = 2 vs 1 rank at the same global batch (L4 H256 A4, global batch 4, flash). Target ≥ 1.6×"
+echo "  (each rank computes half of every sample's tokens; K/V go around the ring while it computes)"
+CPRUN="--layers 4 --hidden 256 --heads 4 --micro-batch 4 --global-batch 4 --steps 4 --eval-windows 0 --progress none --attention flash"
+CPDIR=$(mktemp -d)
+for s in 1024 2048; do
+  one=$(build/shardlab train $CPRUN --seq $s | sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
+  rm -rf "$CPDIR/run"
+  two=$(bash scripts/mpirun.sh -np 2 build/shardlab train $CPRUN --seq $s --cp 2 --trace on --out "$CPDIR/run" |
+    sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
+  hidden=$(build/shardlab trace "$CPDIR/run" | awk '$1 == "recv" && $2 == "cp" { print $(NF - 1) }')
+  awk -v s=$s -v a="$one" -v b="$two" -v h="$hidden" \
+    'BEGIN {printf "  S=%-5d 1 rank %s tokens/s, cp 2 %s tokens/s: %.2f×; K/V transfers %s while computing\n", s, a, b, b / a, h}'
+done
+rm -rf "$CPDIR"

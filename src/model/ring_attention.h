@@ -11,6 +11,8 @@
 //             its share: dQ += dS·K/√HD (this rank's), dK += dSᵀ·Q/√HD and dV += dropout(P)ᵀ·dO (the block's).
 // K and V travel packed: kv (B, Tc, NH, 2, HD), each head's k then v — 2/3 of qkv's bytes.
 // Dropout masks are the single process's: counter (sample, head, pos(q)·T + pos(k)) (dropout.h).
+// progress (may be null) is called after every block of query rows: the ring's driver moves its messages on
+// there, so a transfer advances while this rank computes instead of only when it waits.
 // Leaves out: the naive kernel (ring attention is the online softmax's algorithm; train_config.cpp refuses
 // --attention naive with --cp).
 #pragma once
@@ -75,7 +77,8 @@ void for_visible_tiles(const TokenPositions& qp, int qr, int r0, int r1, const T
 // visiting block kv whose tokens sit at kpos. T: the global sequence length (dropout's counters).
 template <class T>
 void ring_block_forward(T* O, T* m, T* l, const T* qkv, const TokenPositions& qpos, const T* kv,
-                        const TokenPositions& kpos, RingDims d, int Tglobal, const Dropout& drop, T* scratch) {
+                        const TokenPositions& kpos, RingDims d, int Tglobal, const Dropout& drop, T* scratch,
+                        void (*progress)() = nullptr) {
   const int HD = d.HD, CL = d.CL(), C3 = 3 * CL, C2 = 2 * CL, Tc = d.Tc;
   const T scale = T(1) / std::sqrt(T(HD));
   T* S = scratch;                                                   // (Br, Bc)
@@ -107,6 +110,7 @@ void ring_block_forward(T* O, T* m, T* l, const T* qkv, const TokenPositions& qp
               gemm(false, false, rows, HD, cols, T(1), S, cols, v + size_t(key0) * C2, C2, T(1), Ob, HD);
               seen = true;
             });
+          if (progress) progress();
           if (!seen) continue;
           const size_t at = (size_t(b) * d.NH + h) * Tc + row0;
           ring_merge(m + at, l + at, O + (size_t(b) * Tc + row0) * CL + h * HD, CL, mb, lb, Ob, HD, rows, HD);
@@ -133,7 +137,7 @@ void ring_finish(T* O, T* lse, const T* m, const T* l, RingDims d) {
 template <class T>
 void ring_block_backward(T* d_qkv, T* dkv, const T* dO, const T* O, const T* qkv, const T* lse,
                          const TokenPositions& qpos, const T* kv, const TokenPositions& kpos, RingDims d, int Tglobal,
-                         const Dropout& drop, T* scratch) {
+                         const Dropout& drop, T* scratch, void (*progress)() = nullptr) {
   using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   const int HD = d.HD, CL = d.CL(), C3 = 3 * CL, C2 = 2 * CL, Tc = d.Tc;
@@ -152,6 +156,7 @@ void ring_block_backward(T* d_qkv, T* dkv, const T* dO, const T* O, const T* qkv
       for (int qr = 0; qr < qpos.runs; ++qr)
         for (int r0 = 0; r0 < qpos.run; r0 += kFlashQueryBlock) {
           const int r1 = std::min(qpos.run, r0 + kFlashQueryBlock), rows = r1 - r0, row0 = qr * qpos.run + r0;
+          if (progress) progress();
           bool have_D = false;
           for (int kr = 0; kr < kpos.runs; ++kr)
             for_visible_tiles(qpos, qr, r0, r1, kpos, kr, [&](int c0, int cols, int diag) {

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <limits>
+#include <string>
 #include <utility>
 
 namespace shardlab {
@@ -15,8 +16,8 @@ constexpr int kTagForwardKV = 1, kTagBackwardKV = 2, kTagGradKV = 3;
 template <class T>
 ContextParallelAttention<T>::ContextParallelAttention(Communicator& cp, ChunkHooks<T>* inner, const ModelSlice& slice,
                                                       int Tn, int capacity, int heads, int head_dim,
-                                                      MemoryLedger& ledger)
-    : cp_(cp), inner_(inner ? inner : &identity_) {
+                                                      MemoryLedger& ledger, Trace* trace)
+    : cp_(cp), inner_(inner ? inner : &identity_), trace_(trace ? trace : &no_trace_) {
   for (int r = 0; r < cp.size(); ++r) positions_.push_back(TokenPositions::of_rank(Tn, cp.size(), r, slice.cp_split));
   const int Tc = slice.T_ctx(Tn);
   const size_t block = size_t(capacity) * Tc * 2 * heads * head_dim;
@@ -45,9 +46,13 @@ bool ContextParallelAttention<T>::attention_forward(T* out, T* lse, const T* qkv
       sending = cp_.start_send(kv_[cur].data(), n, next, kTagForwardKV);
       receiving = cp_.start_recv(kv_[1 - cur].data(), n, prev, kTagForwardKV);
     }
-    ring_block_forward(out, m, l, qkv, positions_of(r), kv_[cur].data(), positions_of((r - s + c) % c), rd, d.T, drop,
-                       scratch_.data());
+    {
+      Trace::Span span(*trace_, "ring attention step " + std::to_string(s), "compute");
+      ring_block_forward(out, m, l, qkv, positions_of(r), kv_[cur].data(), positions_of((r - s + c) % c), rd, d.T, drop,
+                         scratch_.data(), c > 1 ? &Communicator::progress_all : nullptr);
+    }
     if (s + 1 < c) {
+      Trace::Span span(*trace_, "wait cp", "comm");  // the K/V transfer's exposed part
       cp_.wait(receiving);
       cp_.wait(sending);
       cur = 1 - cur;
@@ -76,12 +81,19 @@ bool ContextParallelAttention<T>::attention_backward(T* d_qkv, const T* d_out, c
       receiving = cp_.start_recv(kv_[1 - cur].data(), n, prev, kTagBackwardKV);
     }
     std::memset(static_cast<void*>(mine), 0, n * sizeof(T));
-    ring_block_backward(d_qkv, mine, d_out, out, qkv, lse, positions_of(r), kv_[cur].data(),
-                        positions_of((r - s + c) % c), rd, d.T, drop, scratch_.data());
+    {
+      Trace::Span span(*trace_, "ring attention backward step " + std::to_string(s), "compute");
+      ring_block_backward(d_qkv, mine, d_out, out, qkv, lse, positions_of(r), kv_[cur].data(),
+                          positions_of((r - s + c) % c), rd, d.T, drop, scratch_.data(),
+                          c > 1 ? &Communicator::progress_all : nullptr);
+    }
     // The block's dK/dV so far: the ranks before this one added theirs (in ring order), then this rank's share.
     if (s > 0) {
-      cp_.wait(grad_receiving);
-      cp_.wait(grad_sending);  // `sum` is free again
+      {
+        Trace::Span span(*trace_, "wait cp", "comm");
+        cp_.wait(grad_receiving);
+        cp_.wait(grad_sending);  // `sum` is free again
+      }
       for (size_t i = 0; i < n; ++i) sum[i] = in[i] + mine[i];
     } else {
       std::memcpy(static_cast<void*>(sum), mine, n * sizeof(T));
@@ -91,12 +103,14 @@ bool ContextParallelAttention<T>::attention_backward(T* d_qkv, const T* d_out, c
       grad_receiving = cp_.start_recv(in, n, prev, kTagGradKV);
     }
     if (s + 1 < c) {
+      Trace::Span span(*trace_, "wait cp", "comm");
       cp_.wait(receiving);
       cp_.wait(sending);
       cur = 1 - cur;
     }
   }
   if (c > 1) {
+    Trace::Span span(*trace_, "wait cp", "comm");
     cp_.wait(grad_receiving);  // this rank's own block, every rank's share added
     cp_.wait(grad_sending);
   }

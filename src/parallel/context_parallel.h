@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "comm/trace.h"
 #include "core/ledger.h"
 #include "model/model_chunk.h"
 #include "model/ring_attention.h"
@@ -26,8 +27,9 @@ template <class T>
 class ContextParallelAttention : public ChunkHooks<T> {
  public:
   // inner: the other seams (null: the identity). capacity: the largest micro-batch; heads: this rank's heads.
+  // trace (may be null): each ring step's compute and each wait for a transfer, as spans of lane 0.
   ContextParallelAttention(Communicator& cp, ChunkHooks<T>* inner, const ModelSlice& slice, int seq, int capacity,
-                           int heads, int head_dim, MemoryLedger& ledger);
+                           int heads, int head_dim, MemoryLedger& ledger, Trace* trace = nullptr);
 
   bool attention_forward(T* out, T* lse, const T* qkv, const BlockDims& d, const Dropout& drop, T* scratch) override;
   bool attention_backward(T* d_qkv, const T* d_out, const T* out, const T* qkv, const T* lse, const BlockDims& d,
@@ -53,6 +55,8 @@ class ContextParallelAttention : public ChunkHooks<T> {
   Communicator& cp_;
   ChunkHooks<T> identity_;
   ChunkHooks<T>* inner_;
+  Trace no_trace_;
+  Trace* trace_;
   std::vector<TokenPositions> positions_;  // every cp rank's tokens
   Buffer<T> kv_[2];                        // the block computed on and the one arriving (B, Tc, NH, 2, HD)
   Buffer<T> dkv_mine_, dkv_in_, dkv_out_;  // backward: this rank's share, the arriving sum, the sum sent on

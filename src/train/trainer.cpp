@@ -32,6 +32,20 @@ namespace shardlab {
 
 namespace {
 
+// Which positions of every sample each cp rank holds, as the ranks compute them (model/token_positions.h):
+// "cp rank 0 [0, 16) + [48, 64), cp rank 1 [16, 32) + [32, 48) of every sample".
+std::string context_tokens_text(int seq, int cp, ContextSplit split) {
+  std::string t;
+  for (int r = 0; r < cp; ++r) {
+    const TokenPositions p = TokenPositions::of_rank(seq, cp, r, split);
+    t += std::string(r ? ", " : "") + "cp rank " + std::to_string(r) + " ";
+    for (int k = 0; k < p.runs; ++k)
+      t += std::string(k ? " + " : "") + "[" + std::to_string(p.first[k]) + ", " + std::to_string(p.first[k] + p.run) +
+           ")";
+  }
+  return t + " of every sample";
+}
+
 std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const TextData& data, int64_t resume_step,
                        const ProcessGrid& grid, Strategy strategy, int accum) {
   std::string h = "training " + params_text(cfg, layout.total()) + " on " + data.path() + " (" +
@@ -58,6 +72,7 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
   const int W = grid.world_size();
   h += "\nlayout: " + std::to_string(W) + (W > 1 ? " ranks, " : " rank, ") + axes + "; " + std::to_string(accum) +
        (accum > 1 ? " micro-batches of " : " micro-batch of ") + std::to_string(cfg.micro_batch) + " per rank per step";
+  if (l.cp > 1) h += "\ntokens: " + context_tokens_text(cfg.model.seq, l.cp, l.cp_split);
   h += "\ncompute: " + build_arch() + " build; " + blas_kernel().describe();
   return h + "\nmemory: " + memory_need_text(cfg, grid.world_size()) + ", estimated";
 }
@@ -84,7 +99,7 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     grid.comm(Axis::cp).set_memory_ledger(&ledgers.memory);
     ring = std::make_unique<ContextParallelAttention<T>>(grid.comm(Axis::cp), regions.get(), slice, cfg.model.seq,
                                                          cfg.micro_batch, cfg.model.heads / pl.tp, cfg.model.head_dim(),
-                                                         ledgers.memory);
+                                                         ledgers.memory, &ledgers.trace);
   }
   ChunkHooks<T>* hooks = ring ? static_cast<ChunkHooks<T>*>(ring.get()) : regions.get();
   std::vector<std::unique_ptr<ModelChunk<T>>> chunks;
