@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "check/ledger_read.h"
+#include "check/pipeline_section_check.h"
 #include "comm/grid_coords.h"
 #include "parallel/schedule.h"
 #include "plan/pipeline_stages.h"
@@ -50,8 +51,13 @@ struct StageFacts {
 };
 StageShape stage_shape(const LedgerCheck& c) {
   const ActivationShape& a = c.activation_shape;
-  return StageShape{
-      GptDims{a.vocab, a.seq, a.hidden, a.layers}, c.tp, c.sequence_parallel, c.pp, c.virtual_stages, c.pp_layers};
+  return StageShape{GptDims{a.vocab, a.seq, a.hidden, a.layers},
+                    c.tp,
+                    c.sequence_parallel,
+                    c.pp,
+                    c.virtual_stages,
+                    c.pp_layers,
+                    c.cp};
 }
 StageFacts stage_facts(const LedgerCheck& c, int stage) {
   const StageShape sh = stage_shape(c);
@@ -127,13 +133,20 @@ void check_activations(const Json& rank, const LedgerCheck& c, u64 micro_batches
 void read_layout(const Json& j, LedgerCheck* c) {
   const Json& l = need(j, "layout", "the ledger");
   c->sharded = true;
-  c->layout.dp = need_u64(l, "dp", "layout");
+  c->grid_dp = need_in(l, "dp", "layout", 1, 1u << 20);
   c->layout.strategy = need_word<Strategy>(l, "strategy", "layout", parse_strategy);
   if (l.contains("tp")) c->tp = need_in(l, "tp", "layout", 1, 1u << 20);
   if (l.contains("sequence_parallel")) {
     if (!l.at("sequence_parallel").is_boolean()) throw std::runtime_error("layout.sequence_parallel must be a boolean");
     c->sequence_parallel = l.at("sequence_parallel").get<bool>();
   }
+  if (l.contains("cp")) c->cp = need_in(l, "cp", "layout", 1, 1u << 20);
+  if (l.contains("cp_split")) {
+    const std::string word = need_string(l, "cp_split", "layout");
+    if (!read_word(kContextSplitWords, word, &c->cp_split))
+      throw std::runtime_error("unknown layout.cp_split \"" + word + "\"");
+  }
+  c->layout.dp = c->grid_dp * c->cp;  // the gradient group: dp × cp (comm/process_grid.h)
   if (l.contains("ranks_per_node")) c->world_ranks_per_node = need_u64(l, "ranks_per_node", "layout");
   if (c->world_ranks_per_node % c->tp != 0)
     throw std::runtime_error("layout.ranks_per_node is not a multiple of layout.tp (tp partners share a node)");
@@ -147,14 +160,18 @@ void read_layout(const Json& j, LedgerCheck* c) {
     const std::string word = need_string(l, "schedule", "layout");
     if (!parse_schedule(word, &c->schedule)) throw std::runtime_error("unknown layout.schedule \"" + word + "\"");
   }
-  // Data-parallel partners are tp·pp world ranks apart: K/(tp·pp) of them share a node, or 1 when a node
-  // holds less than one pipeline replica.
-  const u64 K = c->world_ranks_per_node, replica = c->tp * c->pp;
+  // Gradient-group partners (dp × cp) with the same pp and tp coordinates: a node holding whole replicas
+  // (K a multiple of tp × pp × cp) holds K/(tp·pp) of them; a smaller node the members of its stage's cp ranks
+  // on it, min(K, cp·tp)/tp (1 without cp).
+  const u64 K = c->world_ranks_per_node, replica = c->tp * c->pp * c->cp, ring = c->cp * c->tp;
   if (K && K % replica != 0 && replica % K != 0)
     throw std::runtime_error("layout.ranks_per_node " + std::to_string(K) +
-                             " neither holds whole pipeline replicas (tp × pp = " + std::to_string(replica) +
+                             " neither holds whole pipeline replicas (tp × pp × cp = " + std::to_string(replica) +
                              ") nor divides one");
-  c->layout.ranks_per_node = K == 0 ? 0 : K >= replica ? K / replica : 1;  // dp ranks per node
+  if (K && K < replica && K % ring != 0 && ring % K != 0)
+    throw std::runtime_error("layout.ranks_per_node " + std::to_string(K) +
+                             " splits a stage's cp × tp = " + std::to_string(ring) + " ranks unevenly over nodes");
+  c->layout.ranks_per_node = K == 0 ? 0 : K >= replica ? K / (c->tp * c->pp) : std::min(K, ring) / c->tp;
   c->layout.accum = need_u64(l, "accum", "layout");
   if (c->layout.accum > u64(kMaxPipelineSlots) / (u64(c->pp) * c->virtual_stages))  // what a run can have had
     throw std::runtime_error("layout.accum = " + std::to_string(c->layout.accum) + " micro-batches per step × pp " +
@@ -166,13 +183,16 @@ void read_layout(const Json& j, LedgerCheck* c) {
     throw std::runtime_error("unknown layout.comm \"" + comm + "\" (ring or mpi)");
   const std::string bad = layout_error(c->layout);
   if (!bad.empty()) throw std::runtime_error("layout: " + bad);
-  if (static_cast<u64>(c->world_size) != c->layout.dp * c->tp * c->pp)
+  if (static_cast<u64>(c->world_size) != c->grid_dp * c->pp * c->cp * c->tp)
     throw std::runtime_error("world_size " + std::to_string(c->world_size) +
-                             " is not layout.dp × tp × pp = " + std::to_string(c->layout.dp * c->tp * c->pp));
+                             " is not layout.dp × pp × cp × tp = " + std::to_string(c->grid_dp) + " × " +
+                             std::to_string(c->pp) + " × " + std::to_string(c->cp) + " × " + std::to_string(c->tp) +
+                             " = " + std::to_string(c->grid_dp * c->pp * c->cp * c->tp));
   c->sharding = shard_layout(c->layout, c->psi);
   c->comm_checked = c->comm_impl == CommImpl::ring;
   c->tp_checked = c->comm_checked && c->tp > 1;
   c->pp_checked = c->pp > 1;
+  c->cp_checked = c->cp > 1;
   const std::pair<const char*, u64> derived[] = {{"shard_group", static_cast<u64>(c->sharding.group)},
                                                  {"padded_params", c->sharding.padded()},
                                                  {"shard", c->sharding.shard()}};
@@ -183,43 +203,6 @@ void read_layout(const Json& j, LedgerCheck* c) {
       c->layout_rows.push_back(row);
     }
 }
-// The ledger's pipeline section (written from the run's slots, report/pipeline_report.h) must describe
-// the run's own schedule: the same stages, micro-batches, kind and chunks, and — exactly, being computed
-// the same way — that schedule's bubble (f = 1, b = 2 and equal costs), the formula and the stash.
-// The measured numbers (wall clock) are the run's; `shardlab trace` checks them against the slots.
-void check_pipeline_section(const Json& j, const LedgerCheck& c) {
-  if (!j.contains("pipeline")) {
-    if (c.pp > 1)
-      throw std::runtime_error("a pipeline ledger (layout.pp " + std::to_string(c.pp) + ") has no \"pipeline\"");
-    return;
-  }
-  const Json& p = j.at("pipeline");
-  const std::string where = "pipeline";
-  if (!p.is_object()) throw std::runtime_error("\"pipeline\" must be an object");
-  const u64 m = c.layout.accum;
-  if (need_u64(p, "stages", where) != u64(c.pp) || need_u64(p, "micro_batches", where) != m ||
-      need_u64(p, "virtual_stages", where) != u64(c.virtual_stages) || !p.contains("schedule") ||
-      p.at("schedule") != schedule_name(c.schedule))
-    throw std::runtime_error("the pipeline section describes another schedule than layout's (pp " +
-                             std::to_string(c.pp) + ", " + schedule_name(c.schedule) + ", " + std::to_string(m) +
-                             " micro-batches, virtual stages " + std::to_string(c.virtual_stages) + ")");
-  const std::vector<StageActions> actions = make_schedule(c.schedule, c.pp, static_cast<int>(m), c.virtual_stages);
-  const Timeline ideal = simulate(actions, c.virtual_stages, 1, 2), equal = simulate(actions, c.virtual_stages, 1, 1);
-  auto number = [&](const char* key) {
-    if (!p.contains(key) || !p.at(key).is_number())
-      throw std::runtime_error("pipeline." + std::string(key) + " is missing");
-    return p.at(key).get<double>();
-  };
-  if (number("bubble_schedule") != ideal.bubble_fraction() ||
-      number("bubble_schedule_equal") != equal.bubble_fraction() ||
-      number("bubble_formula") != bubble_formula(c.schedule, c.pp, static_cast<int>(m), c.virtual_stages))
-    throw std::runtime_error(
-        "the pipeline section's bubbles are not its schedule's (bubble_schedule, "
-        "bubble_schedule_equal, bubble_formula)");
-  if (!p.contains("stash_schedule") || p.at("stash_schedule") != Json(ideal.stash))
-    throw std::runtime_error("pipeline.stash_schedule is not the schedule's stash per stage");
-}
-
 }  // namespace
 
 bool RankCheck::activations_match() const {
@@ -235,6 +218,7 @@ bool LedgerCheck::ok() const {
     if (comm_checked && !r.comm.match) return false;
     if (tp_checked && !r.tp.match) return false;
     if (pp_checked && !r.pp.match) return false;
+    if (cp_checked && !r.cp.match) return false;
     if (r.psi_measured && r.psi_measured != r.psi) return false;
     if (activations_checked && !r.activations_match()) return false;
     if (r.param_peak_checked && r.param_peak_measured > r.param_peak_bound) return false;
@@ -263,8 +247,18 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
   if (!ranks.is_array()) throw std::runtime_error("\"ranks\" must be an array");
   if (j.contains("layout")) read_layout(j, &c);
   if (c.activations_checked &&
-      (c.activation_shape.tp != c.tp || c.activation_shape.sequence_parallel != c.sequence_parallel))
-    throw std::runtime_error("model.activations and layout disagree on tp / sequence_parallel");
+      (c.activation_shape.tp != c.tp || c.activation_shape.sequence_parallel != c.sequence_parallel ||
+       c.activation_shape.cp != c.cp))
+    throw std::runtime_error("model.activations and layout disagree on tp / sequence_parallel / cp");
+  if (c.cp > 1) {  // the trainer's rules (model/token_positions.h): whole chunks, flash attention
+    if (!c.activations_checked) throw std::runtime_error("a context-parallel ledger needs model.activations");
+    const u64 chunks = c.cp_split == ContextSplit::zigzag ? 2 * c.cp : c.cp, s = c.activation_shape.seq;
+    if (s % chunks != 0 || (c.sequence_parallel && s / c.cp % c.tp != 0))
+      throw std::runtime_error("layout: seq " + std::to_string(s) + " does not split into " + std::to_string(chunks) +
+                               " equal " + word_of(kContextSplitWords, c.cp_split) + " chunks (and s/c over tp)");
+    if (c.activation_shape.attention != AttentionKernel::flash)
+      throw std::runtime_error("layout.cp " + std::to_string(c.cp) + " with naive attention: no run does that");
+  }
   if (c.activations_checked && c.tp > 1 && c.pp == 1) {  // Ψ_t from the dims (C19); stages: per rank below
     const ActivationShape& a = c.activation_shape;
     const u64 formula = tp_param_count(GptDims{a.vocab, a.seq, a.hidden, a.layers}, c.tp);
@@ -272,14 +266,14 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
   }
 
   // Without a layout only rank 0 is checked, against the unsharded formula (claims C1, C3, C11).
-  const u64 checked = c.sharded ? c.layout.dp * c.tp * c.pp : 1;
+  const u64 checked = c.sharded ? c.grid_dp * c.pp * c.cp * c.tp : 1;
   if (c.pp > 1 && !c.activations_checked) throw std::runtime_error("a pipeline ledger needs model.activations");
   if (c.pp > 1)
     if (const std::string why = pipeline_problem(static_cast<int>(c.activation_shape.layers), c.pp, c.virtual_stages,
                                                  c.schedule, c.pp_layers);
         !why.empty())
       throw std::runtime_error("layout: " + why);
-  if (c.pp > 1 || j.contains("pipeline")) check_pipeline_section(j, c);
+  if (c.pp > 1 || j.contains("pipeline")) check_pipeline_section(j, c.pp, c.schedule, c.layout.accum, c.virtual_stages);
   std::vector<const Json*> by_rank(checked, nullptr);
   for (const Json& r : ranks) {
     if (!r.is_object() || !r.contains("rank") || !r.at("rank").is_number_unsigned()) continue;
@@ -293,10 +287,12 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
     if (!by_rank[k]) throw std::runtime_error("no entry with \"rank\": " + std::to_string(k) + " in \"ranks\"");
     RankCheck rc;
     rc.rank = static_cast<int>(k);
-    const GridCoords at = coords_of_rank(GridSizes{int(c.layout.dp), int(c.tp), c.pp}, static_cast<int>(k));
+    const GridCoords at = coords_of_rank(GridSizes{int(c.grid_dp), int(c.tp), c.pp, int(c.cp)}, static_cast<int>(k));
     rc.tp_rank = at.tp;
     rc.pp_rank = at.pp;
+    rc.cp_rank = at.cp;
     rc.dp_rank = at.dp;
+    rc.grad_member = u64(at.dp) * c.cp + u64(at.cp);
     // The parameters this rank holds: its stage's units, its tp slice of them (claims C19, C26).
     rc.psi = c.psi;
     std::vector<bool> held;
@@ -333,7 +329,7 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
     }
     if (c.comm_checked) {  // claims C8, C12, C14: ring bytes per step, exactly
       CommRow& m = rc.comm;
-      m.formula = step_comm_bytes(c.recipe, rc.psi, c.layout, rc.dp_rank);
+      m.formula = step_comm_bytes(c.recipe, rc.psi, c.layout, static_cast<int>(rc.grad_member));
       m.measured = measured_dp_ring(*by_rank[k], where);
       m.steps = c.steps;
       m.split = c.layout.ranks_per_node > 0;
@@ -354,9 +350,10 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
       t.act_bytes = c.recipe.mixed == Mixed::none && c.recipe.dtype == Dtype::f64 ? 8 : 4;
       t.grad_bytes = bytes_per_param(c.recipe)[Mem::grad];
       t.held = held;
+      t.cp = c.cp;
       const ShardLayout& g = sharding;
       const bool whole = c.layout.strategy == Strategy::dp;
-      const u64 member = c.layout.strategy == Strategy::hybrid ? rc.dp_rank % g.group : rc.dp_rank;
+      const u64 member = c.layout.strategy == Strategy::hybrid ? rc.grad_member % g.group : rc.grad_member;
       const u64 lo = whole ? 0 : member * g.shard(), hi = whole ? g.padded() : lo + g.shard();
       rc.tp.phases = tp_step_phases(t, rc.tp_rank, lo, hi);
       rc.tp.formula = tp_step_bytes(rc.tp.phases);
@@ -365,6 +362,21 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
                     times_equals(rc.tp.formula.regather, c.steps, rc.tp.measured.regather) &&
                     times_equals(rc.tp.formula.replicated_grads, c.steps, rc.tp.measured.replicated_grads) &&
                     times_equals(rc.tp.formula.vocab, c.steps, rc.tp.measured.vocab);
+    }
+    if (c.cp_checked) {  // claim C24: ring attention's messages, exactly
+      const ActivationShape& a = c.activation_shape;
+      CpShape cs;
+      cs.seq = a.seq;
+      cs.micro_batch = a.micro_batch;
+      cs.hidden = a.hidden;
+      cs.heads = a.heads;
+      cs.tp = c.tp;
+      cs.cp = c.cp;
+      cs.blocks = c.pp > 1 ? u64(stage_blocks(stage_shape(c), rc.pp_rank)) : a.layers;
+      cs.accum = c.layout.accum;
+      cs.recompute = a.recompute;
+      cs.elem_bytes = c.recipe.mixed == Mixed::none && c.recipe.dtype == Dtype::f64 ? 8 : 4;
+      rc.cp = check_cp_rank(*by_rank[k], cs, c.steps, where);
     }
     c.ranks.push_back(rc);
   }

@@ -23,12 +23,17 @@
 // schedule, with that schedule's bubbles, formula and stash exactly (a ledger that disagrees is refused);
 // its measured, wall-clock numbers are not formulas (`shardlab trace` checks them against the slots).
 //
+// With context parallelism (layout.cp > 1, claim C24): the world is dp × pp × cp × tp; every rank's activation
+// items hold its s/c tokens of each sample; the data-parallel formulas (ring volumes, ZeRO/FSDP shards) run
+// over the gradient group of dp·c members (member dp·c + cp); and each rank's ring attention messages on axis
+// "cp", sent and received, against plan/cp_bytes.h, with the ring's comm_buffer (check/cp_check.h).
+//
 // With sharded parameters (ZeRO-3, FSDP full or hybrid) and the model's shape: every rank's parameter peak is at
 // most its shard plus two gathered units (the one computing, the one prefetched) — a gathered unit kept alive
 // longer (until backward, say) breaks the bound.
 //
 // Leaves out: other memory peaks (workspace is not a formula), other ops on the dp and tp axes (e.g. the
-// loss's "all_gather_value"), other axes (PP/CP/EP), and the comm bytes of "mpi" runs (MPI's internal
+// loss's "all_gather_value"), the EP axis, and the comm bytes of "mpi" runs (MPI's internal
 // traffic is not observable; those runs check model states only).
 #pragma once
 
@@ -36,7 +41,9 @@
 #include <string>
 #include <vector>
 
+#include "check/cp_check.h"
 #include "comm/comm_impl.h"
+#include "model/token_positions.h"
 #include "parallel/schedule.h"
 #include "plan/activation_items.h"
 #include "plan/comm_volume.h"
@@ -91,14 +98,16 @@ struct PpRow {
 
 struct RankCheck {
   int rank = 0;
-  int dp_rank = 0, pp_rank = 0, tp_rank = 0;          // world rank = (dp_rank·pp + pp_rank)·tp + tp_rank
-  std::uint64_t psi = 0;                              // the parameters this rank holds, by the formula
-  std::uint64_t psi_measured = 0;                     // ranks[].params (0 if the ledger has none)
-  TpRow tp;                                           // when LedgerCheck::tp_checked
-  PpRow pp;                                           // when LedgerCheck::pp_checked
-  std::vector<LedgerRow> states;                      // one per model-state category, in ledger order
-  CommRow comm;                                       // compared only when LedgerCheck::comm_checked
-  std::vector<ActivationRow> activations;             // when LedgerCheck::activations_checked
+  int dp_rank = 0, pp_rank = 0, cp_rank = 0, tp_rank = 0;  // comm/grid_coords.h: ((dp·PP + pp)·CP + cp)·TP + tp
+  std::uint64_t grad_member = 0;           // its index in the gradient group (dp × cp): dp_rank·CP + cp_rank
+  std::uint64_t psi = 0;                   // the parameters this rank holds, by the formula
+  std::uint64_t psi_measured = 0;          // ranks[].params (0 if the ledger has none)
+  TpRow tp;                                // when LedgerCheck::tp_checked
+  PpRow pp;                                // when LedgerCheck::pp_checked
+  CpRow cp;                                // when LedgerCheck::cp_checked
+  std::vector<LedgerRow> states;           // one per model-state category, in ledger order
+  CommRow comm;                            // compared only when LedgerCheck::comm_checked
+  std::vector<ActivationRow> activations;  // when LedgerCheck::activations_checked
   std::uint64_t peak_formula = 0, peak_measured = 0;  // the activation peak
   // Sharded parameters (ZeRO-3, FSDP full/hybrid): the param peak against its bound — the shard plus two
   // gathered units (the one computing and the one prefetched), each at most the largest unit and its padding.
@@ -119,7 +128,7 @@ struct LedgerCheck {
   std::uint64_t psi = 0;
   int world_size = 1;
   bool sharded = false;                 // "layout" present: every rank and its comm are checked
-  Layout layout;                        // sharded only
+  Layout layout;                        // sharded only; layout.dp is the gradient group: dp·cp
   ShardLayout sharding;                 // sharded only
   std::uint64_t steps = 0;              // sharded only
   CommImpl comm_impl = CommImpl::ring;  // sharded only
@@ -132,7 +141,11 @@ struct LedgerCheck {
   int pp = 1, virtual_stages = 1;          // layout.pp, layout.virtual_stages
   std::vector<int> pp_layers;
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
-  bool pp_checked = false;  // pp > 1
+  bool pp_checked = false;    // pp > 1
+  std::uint64_t grid_dp = 1;  // layout.dp as recorded: the dp axis of the grid
+  std::uint64_t cp = 1;       // layout.cp (1 when absent)
+  ContextSplit cp_split = ContextSplit::zigzag;
+  bool cp_checked = false;  // cp > 1
   ActivationShape activation_shape;
   std::vector<LayoutRow> layout_rows;
   std::vector<RankCheck> ranks;  // in rank order; without a layout only rank 0

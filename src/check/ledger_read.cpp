@@ -69,6 +69,7 @@ ActivationShape read_activation_shape(const Json& a) {
       throw std::runtime_error(w + ".sequence_parallel must be true or false");
     s.sequence_parallel = a.at("sequence_parallel").get<bool>();
   }
+  if (a.contains("cp")) s.cp = need_u64(a, "cp", w);
   // A model a run could have trained: whole heads, and sizes whose byte counts stay exact in 64 bits.
   for (const auto& [name, x, most] :
        {std::tuple{"seq", s.seq, u64(1) << 24}, std::tuple{"micro_batch", s.micro_batch, u64(1) << 24},
@@ -81,7 +82,9 @@ ActivationShape read_activation_shape(const Json& a) {
   if (s.hidden % s.heads != 0)
     throw std::runtime_error(w + ": heads " + std::to_string(s.heads) + " does not divide hidden " +
                              std::to_string(s.hidden));
-  if (s.tp < 1 || s.heads % s.tp != 0 || (s.sequence_parallel && s.seq % s.tp != 0))
+  if (s.cp < 1 || s.cp > (u64(1) << 20) || s.seq % s.cp != 0)
+    throw std::runtime_error(w + ": cp " + std::to_string(s.cp) + " does not split seq " + std::to_string(s.seq));
+  if (s.tp < 1 || s.heads % s.tp != 0 || (s.sequence_parallel && s.positions() % s.tp != 0))
     throw std::runtime_error(w + ": tp " + std::to_string(s.tp) + " does not split these heads and sequence");
   return s;
 }

@@ -50,6 +50,11 @@ void print_layout(std::ostream& out, const LedgerCheck& c) {
     out << "  tensor parallel: t = " << c.tp << (c.sequence_parallel ? " with sequence parallelism" : "")
         << "; every rank holds Ψ_t = " << commas(c.psi) << " parameters; the data-parallel formulas below run over\n"
         << "  the dp group of ranks with the same tp index (world rank = dp·t + tp)\n";
+  if (c.cp > 1)
+    out << "  context parallel: c = " << c.cp << " (" << word_of(kContextSplitWords, c.cp_split)
+        << " split), each rank holds s/c of every sample's tokens;\n"
+        << "  the data-parallel formulas below run over the gradient group dp × cp = " << c.grid_dp << " × " << c.cp
+        << " (member dp·c + cp)\n";
   out << "  layout: " << strategy_label(l.strategy) << " over N = " << l.dp << " rank" << (l.dp == 1 ? "" : "s")
       << ", shard group G = " << c.sharding.group << ", S = " << commas(c.sharding.shard())
       << ", Ψ_pad = " << commas(c.sharding.padded()) << "\n          " << nodes << ", A = " << l.accum << " micro-batch"
@@ -125,6 +130,37 @@ void print_pp(std::ostream& out, const LedgerCheck& c) {
          "  no collectives on pp\n";
 }
 
+// Ring attention (claim C24): each rank's messages on axis cp, sent and received, and the ring's buffers.
+void print_cp(std::ostream& out, const LedgerCheck& c) {
+  if (!c.cp_checked) return;
+  const CpRow& r0 = c.ranks.at(0).cp;
+  out << "\nRing attention over c = " << c.cp << " (" << word_of(kContextSplitWords, c.cp_split)
+      << " split; claim C24; plan/cp_bytes.h): point-to-point messages on axis cp\n"
+      << "per step, formula vs comm.totals / " << c.steps
+      << " steps; one message = K and V of a rank's tokens, 2·b·(s/c)·(h/t) = " << commas(r0.message_elements)
+      << " elements = " << commas(r0.message_bytes) << " B\n"
+      << "  per layer and micro-batch: forward c−1 = " << c.cp - 1 << ", backward 2c−1 = " << 2 * c.cp - 1
+      << (c.activation_shape.recompute == Recompute::full ? ", recomputed forward c−1 = " + std::to_string(c.cp - 1)
+                                                          : std::string())
+      << " messages\n";
+  Table t({"rank", "dp", "pp", "cp", "tp", "messages", "sent", "received", "bytes formula", "sent", "received",
+           "comm_buffer formula", "measured", "match"});
+  for (const RankCheck& rc : c.ranks) {
+    const CpRow& r = rc.cp;
+    t.row({std::to_string(rc.rank), std::to_string(rc.dp_rank), std::to_string(rc.pp_rank), std::to_string(rc.cp_rank),
+           std::to_string(rc.tp_rank), commas(r.formula.messages), per_step(r.sends, c.steps),
+           per_step(r.receives, c.steps), commas(r.formula.total()), per_step(r.sent, c.steps),
+           per_step(r.received, c.steps), commas(r.buffer_formula), commas(r.buffer_measured), r.match ? "yes" : "NO"});
+  }
+  t.print(out);
+  out << "  rank 0 per step: forward " << commas(r0.formula.forward) << " B"
+      << (r0.formula.recompute ? ", recomputed forward " + commas(r0.formula.recompute) + " B" : std::string())
+      << ", backward " << commas(r0.formula.backward) << " B (× L = " << r0.blocks << " layers × A = " << c.layout.accum
+      << " micro-batches);\n  comm_buffer: 5 messages (two K/V, three dK/dV); workspace "
+      << commas(r0.workspace_measured) << " B ≥ the ring's running sum and scratch, " << commas(r0.workspace_floor)
+      << " B\n";
+}
+
 void print_comm(std::ostream& out, const LedgerCheck& c) {
   if (!c.comm_checked) {
     out << "Ring traffic: not checked — comm \"mpi\" uses MPI's built-in collectives, whose internal bytes\n"
@@ -184,8 +220,10 @@ void print_activations(std::ostream& out, const LedgerCheck& c) {
   if (!c.activations_checked || c.ranks.empty()) return;
   const ActivationShape& s = c.activation_shape;
   out << "\nActivations per layer and micro-batch, rank 0 (s=" << s.seq << " b=" << s.micro_batch << " h=" << s.hidden
-      << " a=" << s.heads << " L=" << s.layers << ", w=" << s.width << " B, " << attention_name(s.attention)
-      << " attention, recompute " << recompute_name(s.recompute) << "; plan/activation_items.h)\n";
+      << " a=" << s.heads << " L=" << s.layers
+      << (s.cp > 1 ? " c=" + std::to_string(s.cp) + ": s/c=" + std::to_string(s.positions()) + " tokens" : "")
+      << ", w=" << s.width << " B, " << attention_name(s.attention) << " attention, recompute "
+      << recompute_name(s.recompute) << "; plan/activation_items.h)\n";
   Table t({"item", "formula B", "measured B", "allocations", "measured", "match"});
   for (const ActivationRow& r : c.ranks[0].activations)
     t.row({r.item, r.in_formula ? commas(r.formula_bytes) : "-", r.in_ledger ? commas(r.measured_bytes) : "-",
@@ -208,7 +246,11 @@ void print_result(std::ostream& out, const LedgerCheck& c) {
       out << "result: every category matches exactly\n";
     else if (c.pp_checked)
       out << "result: every rank, category, ring total" << (c.tp_checked ? ", tp total" : "")
-          << " and pipeline stage matches exactly\n";
+          << (c.cp_checked ? ", cp message" : "") << " and pipeline stage matches exactly\n";
+    else if (c.cp_checked)
+      out << "result: every rank, category" << (c.comm_checked ? ", ring total" : "")
+          << (c.tp_checked ? ", tp total" : "") << " and cp message matches exactly"
+          << (c.comm_checked ? "" : " (ring bytes not checked: comm mpi)") << "\n";
     else if (c.tp_checked)
       out << "result: every rank, category, ring total and tp total matches exactly\n";
     else if (c.comm_checked)
@@ -247,6 +289,23 @@ void print_result(std::ostream& out, const LedgerCheck& c) {
     if (c.pp_checked && !rc.pp.match)
       out << " " << who << "pp comm (over the run, measured " << signed_diff(rc.pp.measured, rc.pp.formula * c.steps)
           << " B)";
+    if (c.cp_checked && !rc.cp.match) {
+      const CpRow& r = rc.cp;
+      const u64 bytes = r.formula.total() * c.steps, calls = r.formula.messages * c.steps;
+      if (!r.totals_match)
+        out << " " << who << "cp comm (over the run, measured sent " << signed_diff(r.sent, bytes) << " B, received "
+            << signed_diff(r.received, bytes) << " B, " << r.sends << " sends and " << r.receives << " receives for "
+            << calls << ", elements sent " << signed_diff(r.sent_elements, calls * r.message_elements) << ", received "
+            << signed_diff(r.received_elements, calls * r.message_elements) << ")";
+      if (!r.bad_records.empty())
+        out << " " << who << "cp record " << r.bad_records.front()
+            << (r.bad_records.size() > 1 ? " and " + std::to_string(r.bad_records.size() - 1) + " more" : "");
+      if (r.buffer_measured != r.buffer_formula)
+        out << " " << who << "cp comm_buffer (measured " << signed_diff(r.buffer_measured, r.buffer_formula) << " B)";
+      if (r.workspace_measured < r.workspace_floor)
+        out << " " << who << "workspace (" << commas(r.workspace_measured) << " B, below the ring's "
+            << commas(r.workspace_floor) << " B)";
+    }
     if (rc.psi_measured && rc.psi_measured != rc.psi)
       out << " " << who << "params (ledger " << signed_diff(rc.psi_measured, rc.psi) << ")";
     if (rc.param_peak_checked && rc.param_peak_measured > rc.param_peak_bound)
@@ -278,6 +337,7 @@ int print_ledger_check(std::ostream& out, const std::string& path, const LedgerC
     print_comm(out, c);
     print_tp(out, c);
     print_pp(out, c);
+    print_cp(out, c);
   }
   print_activations(out, c);
   print_result(out, c);

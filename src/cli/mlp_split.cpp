@@ -85,7 +85,7 @@ int split(Communicator& world, Communicator& tp, CommLedger& ledger, int C, int 
   MemoryLedger mem;
   TensorParallelRegions<T> regions(tp, false, size_t(N), C, mem);
   BlockDims d;
-  d.B = 1, d.T = N, d.T_local = N, d.C = C;
+  d.B = 1, d.T = N, d.T_ctx = N, d.T_local = N, d.C = C;  // no context parallelism: all N rows
   const uint64_t seq0 = ledger.next_seq();
   std::vector<T> pre_i(size_t(N) * F), Y_i(pre_i.size()), Zs(NC), dY_i(pre_i.size()), dpre_i(pre_i.size()), dXs(NC);
   std::vector<T> dA_i(size_t(F) * C), da_i(F), dB_i(size_t(C) * F), db_s(C);

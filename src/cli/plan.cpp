@@ -1,7 +1,7 @@
 // `shardlab plan`: the chapter's formulas for a preset (the chapter's 7B / 70B), for this project's GPT
 // dims or for a raw parameter count, with the recipe, attention kernel and data-parallel layout given
-// by flags (report/plan_report.h prints them); `--ledger RUN/ledger.json` instead checks a run's measured
-// bytes against the formulas, every rank, to the byte (exit 1 on any difference).
+// by flags, with --tp, --pp and --cp their sections (report/plan_report.h prints them); `--ledger RUN/ledger.json`
+// instead checks a run's measured bytes against the formulas, every rank, to the byte (exit 1 on any difference).
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -32,6 +32,8 @@ struct PlanFlags {
   u64 layers = 4, hidden = 128, heads = 4, seq = 64, vocab = 256, params = 0, micro_batch = 1;
   u64 dp = 1, ranks_per_node = 0, accum = 1, tp = 1;
   bool sequence_parallel = false;
+  u64 cp = 1;
+  ContextSplit cp_split = ContextSplit::zigzag;
   int pp = 1, micro_batches = 4, virtual_stages = 2;
   double momentum = 0.9, intra_gbps = 300, inter_gbps = 25, dropout = 0;
 };
@@ -73,6 +75,11 @@ void define(Flags& f, PlanFlags& v) {
         "pipeline stages p: the bubble of each schedule, the stash, point-to-point bytes; 3D with --tp/--dp");
   f.add("--micro-batches", v.micro_batches, "micro-batches per step m");
   f.add("--virtual-stages", v.virtual_stages, "model chunks per stage v of the interleaved column");
+  f.group("Context parallel (with --cp)");
+  f.add("--cp", v.cp,
+        "context-parallel ranks c: tokens per rank, ring attention's bytes per layer and step, activations ÷ c (C24)");
+  f.choice("--cp-split", v.cp_split, kContextSplitWords,
+           "which tokens a cp rank holds: zigzag (chunks r and 2c−1−r) or contiguous");
   f.group("Check a run");
   f.add("--ledger", v.ledger, "RUN/ledger.json: measured vs formula, every rank (exit 1 on any difference)");
 }
@@ -174,6 +181,40 @@ void pp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
                    layers, o.tp_given ? o.tp.tp : 1, o.sharding ? o.dp.layout.dp : 1};
 }
 
+// --cp and --cp-split (claim C24): the trainer's rules — whole chunks of the sequence, ring attention on the
+// flash kernel (naive attention is refused, as by train; without --attention, flash is assumed).
+void cp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
+  if (!f.given("--cp")) {
+    if (f.given("--cp-split")) throw Fail{"--cp-split needs --cp c"};
+    return;
+  }
+  if (v.cp < 1 || v.cp > 1048576) throw Fail{"--cp expects an integer in [1, 1048576]"};
+  const bool zigzag = v.cp_split == ContextSplit::zigzag;
+  const u64 chunks = zigzag ? 2 * v.cp : v.cp, s = o.act.seq;
+  if (s % chunks != 0)
+    throw Fail{"--cp " + std::to_string(v.cp) + " " + (zigzag ? "zigzag cuts" : "contiguous cuts") + " --seq " +
+               std::to_string(s) + " into " + std::to_string(chunks) + " equal chunks: it must be divisible"};
+  if (f.given("--attention") && o.attention == AttentionKernel::naive)
+    throw Fail{
+        "--cp runs ring attention: flash attention's online softmax over key blocks that arrive from the "
+        "other cp ranks; the naive kernel needs each query's whole row of s scores on one rank — use "
+        "--attention flash"};
+  const u64 t = o.tp_given ? o.tp.tp : 1;
+  if (o.tp_given && o.tp.sequence_parallel && (s / v.cp) % t != 0)
+    throw Fail{"--sequence-parallel splits each cp rank's " + std::to_string(s / v.cp) + " tokens over --tp " +
+               std::to_string(t) + ": it must be divisible"};
+  u64 blocks = o.act.layers;  // with --pp: the largest stage's
+  if (o.pp_given) {
+    const PipelinePartition part = partition_layers(o.pp.layers, o.pp.pp, 1, {});
+    blocks = 0;
+    for (int stage = 0; stage < o.pp.pp; ++stage) blocks = std::max<u64>(blocks, u64(part.blocks_of(stage)));
+  }
+  o.cp_given = true;
+  o.cp = CpRequest{v.cp, v.cp_split, o.pp_given ? u64(o.pp.micro_batches) : o.sharding ? o.dp.layout.accum : 1,
+                   t,    blocks,     !f.given("--attention")};
+  o.attention = AttentionKernel::flash;
+}
+
 PlanRequest request(const Flags& f, const PlanFlags& v) {
   auto has = [&](const char* n) { return f.given(n); };
   PlanRequest o;
@@ -229,6 +270,7 @@ PlanRequest request(const Flags& f, const PlanFlags& v) {
   sharding_request(f, v, o);
   tp_request(f, v, o);
   pp_request(f, v, o);
+  cp_request(f, v, o);
   return o;
 }
 
@@ -276,7 +318,9 @@ int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostre
                             "--sequence-parallel",
                             "--pp",
                             "--micro-batches",
-                            "--virtual-stages"})
+                            "--virtual-stages",
+                            "--cp",
+                            "--cp-split"})
         if (flags.given(n)) throw Fail{std::string("--ledger takes the recipe and params from the ledger; drop ") + n};
       return run_ledger(v.ledger, out, err);
     }

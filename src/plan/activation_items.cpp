@@ -15,15 +15,17 @@ ActivationItem item(const char* name, const char* what, const std::string& formu
 }  // namespace
 
 // Rows of a micro-batch outside the tp regions (s·b, or s·b/t with sequence parallelism) and inside them
-// (s·b), with the formulas' spelling of each.
+// (s·b), with the formulas' spelling of each; with context parallelism s/c tokens of each sample.
 struct Rows {
   u64 outside, inside;
   std::string out, in;  // "s·b" or "s·b/t" as the formulas write the row count
+  std::string tokens;   // "s" or "(s/c)"
 };
 Rows rows_of(const ActivationShape& s) {
-  const u64 sb = s.seq * s.micro_batch;
-  if (s.sequence_parallel) return {sb / s.tp, sb, "s·b/t", "s·b"};
-  return {sb, sb, "s·b", "s·b"};
+  const u64 sb = s.positions() * s.micro_batch;
+  const std::string tok = s.cp > 1 ? "(s/c)" : "s";
+  if (s.sequence_parallel) return {sb / s.tp, sb, tok + "·b/t", tok + "·b", tok};
+  return {sb, sb, tok + "·b", tok + "·b", tok};
 }
 
 std::vector<ActivationItem> block_items(const ActivationShape& s) {
@@ -31,7 +33,7 @@ std::vector<ActivationItem> block_items(const ActivationShape& s) {
   const u64 R = r.outside, N = r.inside, h = s.hidden, t = s.tp, w = s.width, ws = s.stat_width;
   const std::string per_t = t > 1 ? "/t" : "";
   const std::string x = r.out + "·h · w", stat = r.out + " · w_s";  // outside the regions: LN, residual
-  auto in = [&](const char* k) { return std::string(k) + "s·b·h" + per_t + " · w"; };  // inside: split by t
+  auto in = [&](const char* k) { return std::string(k) + r.in + "·h" + per_t + " · w"; };  // inside: split by t
   const bool all = s.recompute != Recompute::full;  // full recompute keeps only the input
   std::vector<ActivationItem> v;
   v.push_back(item("block.x", "block input: LN1's input and the first residual", x, R * h, w, true));
@@ -40,10 +42,11 @@ std::vector<ActivationItem> block_items(const ActivationShape& s) {
   v.push_back(item("block.ln1_rstd", "LN1 1/std per token", stat, R, ws, all));
   v.push_back(item("block.qkv", "Q, K, V: the attention core's input", in("3·"), 3 * N * h / t, w, all));
   if (s.attention == AttentionKernel::naive && s.recompute != Recompute::selective)
-    v.push_back(item("block.probs", "softmax(QKᵀ/√d): the s² term", "a·s²·b" + per_t + " · w", s.heads / t * s.seq * N,
-                     w, all));
+    v.push_back(item("block.probs", "softmax(QKᵀ/√d): the s² term",
+                     (s.cp > 1 ? "a·(s/c)·s·b" : "a·s²·b") + per_t + " · w", s.heads / t * s.seq * N, w, all));
   if (s.attention == AttentionKernel::flash)
-    v.push_back(item("block.lse", "flash: log-sum-exp per row", "a·s·b" + per_t + " · w_s", s.heads / t * N, ws, all));
+    v.push_back(item("block.lse", "flash: log-sum-exp per row", "a·" + r.tokens + "·b" + per_t + " · w_s",
+                     s.heads / t * N, ws, all));
   v.push_back(item("block.atty", "attention output: W^O's input", in(""), N * h / t, w, all));
   v.push_back(item("block.resid_mid", "after residual 1: LN2's input", x, R * h, w, all));
   v.push_back(item("block.ln2", "LN2 output: the fc input", x, R * h, w, all));
@@ -102,23 +105,33 @@ u64 activation_peak(const ActivationShape& s, u64 blocks, bool head) {
 }
 
 u64 chapter_block_bytes(const ActivationShape& s) {
-  const u64 sbh = s.seq * s.micro_batch * s.hidden, t = s.tp;
-  const u64 quadratic = s.recompute == Recompute::none ? 5 * s.heads * s.seq * s.seq * s.micro_batch / t : 0;
+  const u64 sbh = s.positions() * s.micro_batch * s.hidden, t = s.tp;  // with cp: s/c tokens, keys over all s
+  const u64 quadratic = s.recompute == Recompute::none ? 5 * s.heads * s.positions() * s.seq * s.micro_batch / t : 0;
   if (s.recompute == Recompute::full) return 2 * sbh;
   if (s.sequence_parallel) return 34 * sbh / t + quadratic;
   return 10 * sbh + 24 * sbh / t + quadratic;  // t = 1: the chapter's 34·s·b·h + 5·a·s²·b
 }
 
 std::string chapter_block_formula(const ActivationShape& s) {
-  if (s.recompute == Recompute::full) return "2·s·b·h (full recompute)";
+  const std::string sbh = s.cp > 1 ? "(s/c)·b·h" : "s·b·h";
+  if (s.recompute == Recompute::full) return "2·" + sbh + " (full recompute)";
   const std::string q = s.recompute == Recompute::selective ? "" : s.tp > 1 ? " + 5·a·s/(h·t)" : " + 5·a·s/h";
-  if (s.sequence_parallel) return "s·b·h·(34/t" + q + ")";
-  if (s.tp > 1) return "s·b·h·(10 + 24/t" + q + ")";
-  return "s·b·h·(34" + q + ")";
+  if (s.sequence_parallel) return sbh + "·(34/t" + q + ")";
+  if (s.tp > 1) return sbh + "·(10 + 24/t" + q + ")";
+  return sbh + "·(34" + q + ")";
 }
 
 std::vector<std::string> differences_from_chapter(const ActivationShape& s) {
   std::vector<std::string> d;
+  if (s.cp > 1)
+    d.push_back("context parallelism: each rank holds s/c = " + std::to_string(s.positions()) +
+                " tokens of every sample, so every tensor counts s/c positions (the chapter's 34·s·b·h becomes "
+                "34·(s/c)·b·h); " +
+                (s.attention == AttentionKernel::flash
+                     ? std::string("ring attention keeps no s² term — were it kept, it would be only the local tiles, "
+                                   "(s/c)×s per rank: 5·a·(s/c)·s·b")
+                     : std::string("the s² term is the local tiles only, (s/c)×s per rank: 5·a·(s/c)·s·b")) +
+                "; the ring's K/V buffers are comm_buffer, not activations");
   if (s.tp > 1 && !s.sequence_parallel)
     d.push_back(
         "tensor parallelism splits what lies inside the regions (Q, K, V, the attention output, fc, GELU: 24 of "
@@ -147,12 +160,14 @@ std::vector<std::string> differences_from_chapter(const ActivationShape& s) {
     d.push_back(
         "the dropped-out probabilities are not stored: backward applies the regenerated mask to the kept "
         "probabilities (the chapter's 2·a·s²·b)");
-  d.push_back("LayerNorm keeps its mean and 1/std per token (4·s·b numbers per layer in w_s = " +
+  const std::string tok = s.cp > 1 ? "(s/c)" : "s";
+  d.push_back("LayerNorm keeps its mean and 1/std per token (4·" + tok + "·b numbers per layer in w_s = " +
               std::to_string(s.stat_width) + " bytes), which the chapter's formula leaves out");
   if (s.attention == AttentionKernel::flash)
     d.push_back(
         "flash attention keeps no s² tensor (the chapter's 5·a·s²·b is gone, claim C5) but a log-sum-exp per "
-        "(sample, head, position): a·s·b numbers");
+        "(sample, head, position): a·" +
+        tok + "·b numbers");
   if (s.recompute == Recompute::selective)
     d.push_back("selective recompute keeps no probabilities: backward recomputes them from Q and K (claim C28)");
   if (s.recompute == Recompute::full)

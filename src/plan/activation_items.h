@@ -6,7 +6,8 @@
 // (model/activation_record.h), so `plan --ledger` compares them byte for byte.
 //
 // Legend: s sequence, b micro-batch, h hidden, a heads, L layers, V vocab, t tensor-parallel ranks (the
-// formulas show /t where a tensor is split); w bytes per saved activation
+// formulas show /t where a tensor is split), c context-parallel ranks (every tensor holds s/c positions of each
+// sample: the formulas show (s/c) for s; attention's keys still span s); w bytes per saved activation
 // (2 with --mixed bf16, 4 in f32, 8 in f64), w_s bytes of the statistics kept in the compute type
 // (LayerNorm mean and rstd, flash attention's log-sum-exp, the loss's probabilities: 4, or 8 in f64).
 #pragma once
@@ -28,6 +29,8 @@ struct ActivationShape {
   double dropout = 0.0;
   std::uint64_t tp = 1;            // t: the tensors inside the tp regions hold a/t heads, h/t and 4h/t columns
   bool sequence_parallel = false;  // and the ones outside (LN, residual, the head) s/t positions
+  std::uint64_t cp = 1;            // c: every tensor holds s/c positions of each sample (ring attention)
+  std::uint64_t positions() const { return seq / cp; }  // tokens per sample on this rank
 };
 
 struct ActivationItem {
@@ -51,8 +54,9 @@ std::uint64_t activation_peak(const ActivationShape& s, std::uint64_t blocks, bo
 // The chapter's estimate for the same shape: 34·s·b·h + 5·a·s²·b bytes per layer (2-byte activations) —
 // with tensor parallelism Megatron's table (Korthikanti et al. 2022, "Reducing Activation Recomputation in
 // Large Transformer Models", Table 2): s·b·h·(10 + 24/t + 5·a·s/(h·t)), with sequence parallelism
-// s·b·h·(34/t + 5·a·s/(h·t)), the s² term dropped under selective recompute, 2·s·b·h under full — and the
-// named differences between it and what this trainer keeps.
+// s·b·h·(34/t + 5·a·s/(h·t)), the s² term dropped under selective recompute, 2·s·b·h under full; with context
+// parallelism the same with s/c tokens in place of s (the s² term: the local tiles, (s/c)·s) — and the named
+// differences between it and what this trainer keeps.
 std::uint64_t chapter_block_bytes(const ActivationShape& s);
 std::string chapter_block_formula(const ActivationShape& s);  // e.g. "s·b·h·(10 + 24/t + 5·a·s/(h·t))"
 std::vector<std::string> differences_from_chapter(const ActivationShape& s);

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "model/flash_blocks.h"
+#include "model/ring_attention.h"
 
 namespace shardlab::plan {
 
@@ -14,9 +15,9 @@ MemoryNeed rank_memory_need(const RunShape& run) {
   const ld V = run.gpt.vocab, T = run.gpt.seq, C = run.gpt.hidden, t = run.tp;
   const ld L = run.pp > 1 ? ld(run.stage_blocks) : ld(run.gpt.layers);  // the blocks of the largest stage
   const ld NH = ld(run.heads) / t;                                      // this rank's heads
-  const ld B = run.micro_batch, N = B * T;         // tokens of one micro-batch: the rows inside the tp regions
-  const ld R = run.sequence_parallel ? N / t : N;  // the residual stream's rows
-  const ld CL = C / t, F = 4 * C / t;              // this rank's attention and MLP widths
+  const ld B = run.micro_batch, N = B * (T / ld(run.cp));  // this rank's tokens of a micro-batch: the tp regions' rows
+  const ld R = run.sequence_parallel ? N / t : N;          // the residual stream's rows
+  const ld CL = C / t, F = 4 * C / t;                      // this rank's attention and MLP widths
   const ld elem = run.recipe.mixed == Mixed::none && run.recipe.dtype == Dtype::f64 ? 8 : 4;
   // Ψ_t (plan/tp_bytes.h), the shard S and the padded Ψ_pad as in shard_layout, in long double so
   // that absurd sizes (which overflow 64 bits) are estimated too, and refused.
@@ -52,6 +53,11 @@ MemoryNeed rank_memory_need(const RunShape& run) {
       (bf16 && run.recipe.grad_accum == GradAccum::bf16 && !is_sharded(run.layout.strategy, Mem::grad) ? 4 * padded
                                                                                                        : 0) +
       (shard_params ? 2 * 2 * unit * elem : 0) + (run.layout.dp > 1 || t > 1 ? 2 * 1048576.0L : 0);
+  // Ring attention's buffers (context parallelism, plan/cp_bytes.h): five K/V or dK/dV messages of
+  // B·(T/c)·2·CL (comm_buffer), the running sum B·NH·(T/c) and the scratch (workspace).
+  if (run.cp > 1)
+    need.workspace +=
+        elem * (5 * N * 2 * CL + NH * N + ld(ring_scratch_elements(static_cast<int>(run.gpt.hidden / run.heads))));
   // The optimizer's f32 view of bf16 gradients (and of bf16 weights without a master, when sharded).
   const ld opt_range = is_sharded(run.layout.strategy, Mem::adam_m) ? shard : padded;
   const bool bf16_grads = bf16 && run.recipe.grad_accum == GradAccum::bf16;

@@ -4,6 +4,10 @@
 // plan/activation_items.h) and the workspace of the trainer's buffers (a chunk's compute buffers, the f32
 // copies of bf16 states, ZeRO-3's gathered units, ring buffers). The ledger measures the same categories.
 //
+// With context parallelism a rank holds s/c tokens of every sample: its activations and compute buffers count
+// them, and ring attention's buffers are added (plan/cp_bytes.h); the model states are sharded over the
+// gradient group, dp × cp (the caller gives layout.dp = dp·c).
+//
 // Leaves out: the data file and process overhead (libraries, MPI), which the caller adds, and allocator
 // overhead (fragmentation): an estimate, not a measurement.
 #pragma once
@@ -21,11 +25,12 @@ struct RunShape {
   std::uint64_t heads = 4;        // NH
   std::uint64_t micro_batch = 1;  // B
   Recipe recipe;
-  Layout layout;  // data parallel: strategy, N
+  Layout layout;  // data parallel: strategy, N (the gradient group: dp·c with context parallelism)
   AttentionKernel attention = AttentionKernel::naive;
   Recompute recompute = Recompute::none;
   std::uint64_t tp = 1;  // tensor-parallel ranks: the rank holds Ψ_t and its slice of the activations
   bool sequence_parallel = false;
+  std::uint64_t cp = 1;  // context-parallel ranks: the rank holds s/c tokens of every sample
   // Pipeline: the stage with the most blocks holds `stage_blocks` of them (and, at worst, the embedding and
   // the head) and keeps up to `stash` micro-batches of activations alive (GPipe m, 1F1B ≤ p).
   std::uint64_t pp = 1, stage_blocks = 0, stash = 1;

@@ -42,7 +42,8 @@ int stage_blocks(const StageShape& s, int stage) { return stage_partition(s).blo
 
 u64 stage_p2p_sent_bytes(const StageShape& s, int stage, u64 b, u64 m, u64 e) {
   const PipelinePartition part = stage_partition(s);
-  const u64 positions = s.sequence_parallel ? s.gpt.seq / s.tp : s.gpt.seq, per = b * positions * s.gpt.hidden * e;
+  const u64 tokens = s.gpt.seq / s.cp;  // this rank's tokens of each sample (all of them without cp)
+  const u64 positions = s.sequence_parallel ? tokens / s.tp : tokens, per = b * positions * s.gpt.hidden * e;
   const int K = static_cast<int>(part.chunks.size());
   u64 bytes = 0;
   for (int c = 0; c < part.virtual_stages; ++c) {

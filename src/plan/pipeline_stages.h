@@ -4,8 +4,9 @@
 // (parallel/pipeline_partition.h splits the layers, parallel/schedule.h orders the work), so `plan --ledger`
 // can compare every stage of a run exactly. The bubble is the schedule's (parallel/schedule.h).
 //
-// Legend: p stages, v model chunks per stage, m micro-batches per step, b micro-batch, s sequence (s/t per
-// rank with sequence parallelism), h hidden, e bytes of a communicated activation (the compute type).
+// Legend: p stages, v model chunks per stage, m micro-batches per step, b micro-batch, s sequence (s/c per
+// rank with context parallelism, and of those 1/t with sequence parallelism), h hidden, e bytes of a communicated
+// activation (the compute type).
 //   Ψ_stage = Σ of its units: embeddings V·C + T·C, a block 12C²/t + 7C/t + 6C, the head 2C + C·V/t
 //   point to point per step: every model chunk but the last sends m activations of b·s·h elements, every
 //   one but the first m gradients of the same size (C22): b·s·h·e per micro-batch per border, p·v − 1
@@ -29,6 +30,7 @@ struct StageShape {
   bool sequence_parallel = false;
   int pp = 1, virtual_stages = 1;
   std::vector<int> pp_layers;  // layers per stage; {} balanced
+  std::uint64_t cp = 1;        // context-parallel ranks: a stage sends its s/c tokens of each sample
 };
 
 PipelinePartition stage_partition(const StageShape& s);

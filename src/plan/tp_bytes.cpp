@@ -55,7 +55,8 @@ std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64
   if (t <= 1) return v;
   u64 L = s.gpt.layers;  // the blocks this rank runs
   if (!s.held.empty()) L = std::count(s.held.begin() + 1, s.held.end() - 1, true);
-  const u64 n = s.micro_batch * s.gpt.seq * s.gpt.hidden, A = s.accum;
+  const u64 tokens = s.gpt.seq / s.cp;  // this rank's tokens of each sample
+  const u64 n = s.micro_batch * tokens * s.gpt.hidden, A = s.accum;
   const u64 again = s.recompute == Recompute::full ? 1 : 0;  // the recomputed forward talks again
   auto phase = [&](std::string what, std::string purpose, RingOp op, u64 times, const std::vector<u64>& counts,
                    u64 elem_bytes) {
@@ -65,7 +66,7 @@ std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64
         {std::move(what), std::move(purpose), op, times, payload, ring_sent_elements(op, counts, rank), elem_bytes});
   };
   if (s.held.empty() || s.held.back()) {  // the vocabulary-parallel head
-    const u64 rows = s.micro_batch * s.gpt.seq;
+    const u64 rows = s.micro_batch * tokens;
     phase("all-reduces of the parallel cross-entropy's row values (forward: max, Σ exp, target logit)", "vocab",
           RingOp::all_reduce, A * 3, even_chunks(rows, t), s.act_bytes);
     if (!s.sequence_parallel) {

@@ -5,7 +5,8 @@
 //
 // Legend: t tensor-parallel ranks, b micro-batch, s sequence, h hidden, L layers, V vocab, A micro-batches
 // per step, e bytes of a communicated activation (the compute type: 4 in f32 and with --mixed bf16, 8 in
-// f64; the chapter's C18 uses 2), n = b·s·h the (b, s, h) tensor of one region border.
+// f64; the chapter's C18 uses 2), n = b·s·h the (b, s, h) tensor of one region border (b·(s/c)·h with
+// context parallelism: a rank's regions hold its s/c tokens of each sample, and so does the head).
 //
 // Parameters per tp rank (model/param_layout.h): the column-parallel QKV and fc and the row-parallel W^O
 // and fc-proj split by t, the LM head's vocabulary split by t (V divisible by t), everything else replicated:
@@ -58,6 +59,7 @@ struct TpShape {
   std::uint64_t act_bytes = 4;   // e
   std::uint64_t grad_bytes = 4;  // the gradient store's element (replicated_grads)
   std::vector<bool> held;        // a pipeline stage's units (empty: all; the blocks held set L)
+  std::uint64_t cp = 1;          // context-parallel ranks: the regions and the head hold s/c tokens of each sample
 };
 
 // One kind of tp collective of a step, as one rank sees it.

@@ -116,6 +116,9 @@ void print_items(std::ostream& out, const ActivationShape& s, bool with_head) {
       << (s.tp > 1 ? " on each of t = " + std::to_string(s.tp) + " tensor-parallel ranks" +
                          (s.sequence_parallel ? " with sequence parallelism" : "")
                    : "")
+      << (s.cp > 1 ? std::string(s.tp > 1 ? " and" : " on each of") + " c = " + std::to_string(s.cp) +
+                         " context-parallel ranks (s/c = " + std::to_string(s.positions()) + " tokens of each sample)"
+                   : "")
       << " (w = " << s.width << " B, w_s = " << s.stat_width << " B; " << attention_name(s.attention)
       << " attention, recompute " << recompute_name(s.recompute)
       << "); `plan --ledger` checks a run's ledger against these, byte for byte\n";
@@ -128,7 +131,9 @@ void print_items(std::ostream& out, const ActivationShape& s, bool with_head) {
   t.rule();
   t.row({"kept per layer", "", "", commas(kept), in_unit(kept, u), ""});
   t.row({"× L", "", "", commas(kept * s.layers), in_unit(kept * s.layers, u), ""});
-  t.row({"chapter: " + chapter_block_formula(s), s.tp > 1 ? "Korthikanti et al. 2022, 2-byte" : "2-byte activations",
+  t.row({"chapter: " + chapter_block_formula(s),
+         std::string(s.tp > 1 ? "Korthikanti et al. 2022, 2-byte" : "2-byte activations") +
+             (s.cp > 1 ? ", s/c tokens" : ""),
          "", commas(chapter), in_unit(chapter, u), ""});
   if (with_head) {
     t.rule();
@@ -181,6 +186,10 @@ void print_plan(std::ostream& out, const PlanRequest& o) {
     print_tensor_parallel(out, o.tp, o.recipe, psi, preset || o.params ? nullptr : &o.gpt, o.act);
     s.tp = o.tp.tp;
     s.sequence_parallel = o.tp.sequence_parallel;
+  }
+  if (o.cp_given) {
+    print_context_parallel(out, o.cp, o.recipe, o.act, o.recompute);
+    s.cp = o.cp.cp;
   }
   print_items(out, s, !preset);
   if (o.sharding) {

@@ -4,7 +4,8 @@
 // check of a trainer's ledger.json (check/ledger_check.h). The command's flags live in cli/plan.cpp.
 //
 // With --tp the tensor-parallel section (report/tp_report.h) and the itemised activations of one tp rank;
-// with --pp the pipeline and 3D section (report/pp_report.h). Leaves out: CP/EP layouts.
+// with --pp the pipeline and 3D section (report/pp_report.h); with --cp the context-parallel section
+// (report/cp_report.h) and the itemised activations of one cp rank. Leaves out: EP layouts.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "plan/activations.h"
 #include "plan/state_bytes.h"
+#include "report/cp_report.h"
 #include "report/pp_report.h"
 #include "report/sharding_report.h"
 #include "report/tp_report.h"
@@ -44,6 +46,8 @@ struct PlanRequest {
   TpRequest tp;
   bool pp_given = false;  // a pipeline was given
   PpRequest pp;
+  bool cp_given = false;  // a context-parallel layout was given
+  CpRequest cp;
   std::uint64_t psi() const { return preset_given ? preset.psi : (params ? params : gpt_param_count(gpt)); }
 };
 

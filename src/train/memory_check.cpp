@@ -31,12 +31,14 @@ plan::MemoryNeed memory_need(const TrainConfig& cfg, int world) {
   run.recipe = cfg.recipe;
   const ParallelLayout& l = cfg.layout;
   run.layout.strategy = l.strategy();
-  run.layout.dp = l.dp ? l.dp : world / std::max(1, l.tp * l.pp);
+  const int cp = std::max(1, l.cp), dp = l.dp ? l.dp : world / std::max(1, l.tp * l.pp * cp);
+  run.layout.dp = dp * cp;  // the model states are sharded over the gradient group, dp × cp
   run.tp = static_cast<uint64_t>(std::max(1, l.tp));
   run.sequence_parallel = l.sequence_parallel;
+  run.cp = static_cast<uint64_t>(cp);
   if (l.pp > 1 && pipeline_problem(cfg.model.layers, l.pp, l.virtual_stages, l.schedule, l.pp_layers).empty()) {
     const PipelinePartition part = partition_layers(cfg.model.layers, l.pp, l.virtual_stages, l.pp_layers);
-    const int m = cfg.global_batch / std::max(1, int(run.layout.dp) * cfg.micro_batch);
+    const int m = cfg.global_batch / std::max(1, dp * cfg.micro_batch);
     const Timeline t =
         simulate(make_schedule(l.schedule, l.pp, std::max(m, 1), l.virtual_stages), l.virtual_stages, 1, 2);
     run.pp = static_cast<uint64_t>(l.pp);
@@ -44,7 +46,7 @@ plan::MemoryNeed memory_need(const TrainConfig& cfg, int world) {
     for (int x : t.stash)
       run.stash = std::max<uint64_t>(run.stash, (x + part.virtual_stages - 1) / part.virtual_stages);
   }
-  run.layout.ranks_per_node = l.ranks_per_node / std::max(1, l.tp * l.pp);  // dp ranks per node
+  run.layout.ranks_per_node = l.ranks_per_node / std::max(1, l.tp * l.pp);  // gradient-group ranks per node
   run.attention = cfg.attention;
   run.recompute = cfg.recompute;
   return plan::rank_memory_need(run);

@@ -69,7 +69,8 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
                                       {"dropout", cfg.model.dropout},
                                       {"micro_batches", layout.accum * layout.steps},
                                       {"tp", cfg.layout.tp},
-                                      {"sequence_parallel", cfg.layout.sequence_parallel}};
+                                      {"sequence_parallel", cfg.layout.sequence_parallel},
+                                      {"cp", cfg.layout.cp}};
   j["model"] = {{"params", params},
                 {"dtype", dtype_name(cfg.recipe.dtype)},
                 {"mixed", mixed_name(cfg.recipe.mixed)},
@@ -89,6 +90,8 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
                  {"comm", comm_impl_name(cfg.layout.comm)},
                  {"tp", cfg.layout.tp},
                  {"sequence_parallel", cfg.layout.sequence_parallel},
+                 {"cp", cfg.layout.cp},
+                 {"cp_split", word_of(kContextSplitWords, cfg.layout.cp_split)},
                  {"pp", cfg.layout.pp},
                  {"pp_layers", layer_counts_text(cfg.layout.pp_layers)},
                  {"schedule", schedule_name(cfg.layout.schedule)},
