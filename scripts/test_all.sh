@@ -33,10 +33,14 @@ report() {  # prints every finished suite's log once
     if tail -n 1 "$log" | grep -q ': PASS ('; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
   done
 }
-for t in tests/cli/*.sh; do
-  case "$(basename "$t")" in lib*.sh) continue ;; esac  # sourced helpers, not suites
+# Longest first (so that no long suite starts last and runs alone at the end), then the rest by name.
+longest="labs_others labs_ring nothing_lost_again hostile_inputs parallel_hostile pipeline parallel context_parallel"
+for name in $longest $(ls tests/cli/*.sh | xargs -n1 basename | sed 's/\.sh$//'); do
+  case "$name" in lib*) continue ;; esac  # sourced helpers, not suites
+  [ -e "tests/cli/$name.sh" ] && [ ! -e "$logs/$name.started" ] || continue
+  touch "$logs/$name.started"
   while [ "$(jobs -rp | wc -l)" -ge "$lanes" ]; do wait -n; report; done
-  cli_suite "$(basename "$t" .sh)" &
+  cli_suite "$name" &
 done
 wait; report
 
