@@ -178,11 +178,11 @@ TEST_CASE("a slice with global offsets draws the whole model's dropout masks", "
       scale = test::worst_of(scale, std::fabs(out[row * C + h0 * HD + c]));
     }
   CHECK(worst <= 1e-14 * scale);
-  // Positions [30, 50) of each sample, as a sequence-parallel rank holds them: first_position = 30.
+  // Rows [30, 50) of each sample, as a sequence-parallel rank holds them: first_row = 30.
   const int t0 = 30, Tl = 20;
   std::vector<double> act(size_t(B) * T * C, 1.0), act_s(size_t(B) * Tl * C, 1.0);
   const Dropout act_whole = Dropout::make(p, 4, "dropout:mlp", 2, 1, 6, T, C, NH);
-  const Dropout act_slice = Dropout::make(p, 4, "dropout:mlp", 2, 1, 6, T, C, NH, 0, /*first_position=*/t0);
+  const Dropout act_slice = Dropout::make(p, 4, "dropout:mlp", 2, 1, 6, T, C, NH, 0, /*first_row=*/t0);
   act_whole.apply_activation(act.data(), B);
   act_slice.apply_activation(act_s.data(), B, Tl);
   bool same_rows = true;
