@@ -36,6 +36,8 @@ const Command kCommands[] = {
     {"trace", trace_command, "per rank: communication hidden behind compute vs exposed (--trace on runs)"},
     {"ring", ring_command, "the hand-written ring all-reduce checked and timed against MPI's (under mpirun)"},
     {"mlp-split", mlp_split_command, "one MLP split over tensor-parallel ranks beside the unsharded one (C17)"},
+    {"ring-attention", ring_attention_command,
+     "ring attention over the ranks beside one process's: output, log-sum-exp, dQ, dK, dV (C24)"},
     {"schedule", schedule_command,
      "a pipeline schedule as a grid, its bubble beside the formula, the stash (C20, C21)"},
     {"bench", bench_command, "training tokens/s and GFLOP/s against OpenBLAS sgemm and the FMA peak"},
@@ -44,7 +46,7 @@ const Command kCommands[] = {
 
 void print_usage(std::FILE* to) {
   std::fprintf(to, "usage: shardlab <command> [flags]   (shardlab <command> --help lists its flags)\n\ncommands:\n");
-  for (const Command& c : kCommands) std::fprintf(to, "  %-9s %s\n", c.name, c.summary);
+  for (const Command& c : kCommands) std::fprintf(to, "  %-14s %s\n", c.name, c.summary);
 }
 
 }  // namespace
