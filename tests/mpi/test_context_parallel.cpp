@@ -2,8 +2,8 @@
 // c ∈ {1, 2, 3, 4} (the other ranks form further cp groups of their own; c's cases are skipped where c does not
 // divide the world):
 //  - ring attention alone against the single-process flash attention in f64, causal, both splits, with and
-//    without dropout, at a short sequence (chunks shorter than a query block) and a long one (chunks over
-//    several 256-key tiles): the five tensors — output, log-sum-exp, dQ, dK, dV — on every rank's tokens,
+//    without dropout, at a short sequence (chunks shorter than a query block) and, at c = 2, a long one (chunks
+//    over several 256-key tiles): the five tensors — output, log-sum-exp, dQ, dK, dV — on every rank's tokens,
 //    each |Δ| ≤ 1e-12 · max|tensor|;
 //  - stale K/V: two micro-batches' forwards, then their backwards in the other order (as a pipeline schedule
 //    does) — each backward must use its own micro-batch's K/V, not what the last forward left in the ring;
@@ -172,8 +172,9 @@ TEST_CASE("context parallel: ring attention's output, lse, dQ, dK, dV equal one 
     ProcessGrid grid(GridSizes{0, 1, 1, c, 1}, 0, nullptr, nullptr, CommImpl::ring);
     Communicator& cp = grid.comm(Axis::cp);
     for (ContextSplit split : {ContextSplit::zigzag, ContextSplit::contiguous})
-      for (int chunk : {20, 300})  // < one query block; > one key tile
+      for (int chunk : {20, 300})  // < one query block; > one key tile (at c = 2: the tiles are the same at any c)
         for (double p : {0.0, 0.1}) {
+          if (chunk > 256 && c != 2) continue;
           const AttentionCase k{c, 2, 2, 8, 2 * c * chunk, split, p};
           const int C = k.NH * k.HD;
           const std::vector<double> qkv = random_tensor("test:cp qkv", size_t(k.B) * k.T * 3 * C, 1.0);
