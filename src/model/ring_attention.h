@@ -74,10 +74,10 @@ void for_visible_tiles(const TokenPositions& qp, int qr, int r0, int r1, const T
 }
 
 // O (B, Tc, CL) unnormalised, m and l (B, NH, Tc): the running softmax of this rank's rows, updated with the
-// visiting block kv whose tokens sit at kpos. T: the global sequence length (dropout's counters).
+// visiting block kv whose tokens sit at kpos. Dropout's counters use the global sequence length drop.T.
 template <class T>
 void ring_block_forward(T* O, T* m, T* l, const T* qkv, const TokenPositions& qpos, const T* kv,
-                        const TokenPositions& kpos, RingDims d, int Tglobal, const Dropout& drop, T* scratch,
+                        const TokenPositions& kpos, RingDims d, const Dropout& drop, T* scratch,
                         void (*progress)() = nullptr) {
   const int HD = d.HD, CL = d.CL(), C3 = 3 * CL, C2 = 2 * CL, Tc = d.Tc;
   const T scale = T(1) / std::sqrt(T(HD));
@@ -106,7 +106,7 @@ void ring_block_forward(T* O, T* m, T* l, const T* qkv, const TokenPositions& qp
               if (drop.active())
                 for (int i = 0; i < rows; ++i)
                   drop.apply(S + size_t(i) * cols, S + size_t(i) * cols, static_cast<size_t>(cols),
-                             drop.attention_index(b, h, size_t(qpos.at(row0 + i)) * Tglobal + kpos.at(key0)));
+                             drop.attention_index(b, h, size_t(qpos.at(row0 + i)) * drop.T + kpos.at(key0)));
               gemm(false, false, rows, HD, cols, T(1), S, cols, v + size_t(key0) * C2, C2, T(1), Ob, HD);
               seen = true;
             });
@@ -136,7 +136,7 @@ void ring_finish(T* O, T* lse, const T* m, const T* l, RingDims d) {
 // dO, O (B, Tc, CL) and lse (B, NH, Tc) are this rank's final ones.
 template <class T>
 void ring_block_backward(T* d_qkv, T* dkv, const T* dO, const T* O, const T* qkv, const T* lse,
-                         const TokenPositions& qpos, const T* kv, const TokenPositions& kpos, RingDims d, int Tglobal,
+                         const TokenPositions& qpos, const T* kv, const TokenPositions& kpos, RingDims d,
                          const Dropout& drop, T* scratch, void (*progress)() = nullptr) {
   using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
@@ -175,7 +175,7 @@ void ring_block_backward(T* d_qkv, T* dkv, const T* dO, const T* O, const T* qkv
                 Row pr(p, valid), gr(g, valid);
                 pr = (pr - L[row0 + i]).exp();
                 std::fill(p + valid, p + cols, T(0));
-                const uint64_t first = drop.attention_index(b, h, size_t(qpos.at(row0 + i)) * Tglobal + kpos.at(key0));
+                const uint64_t first = drop.attention_index(b, h, size_t(qpos.at(row0 + i)) * drop.T + kpos.at(key0));
                 if (drop.active()) drop.apply(g, g, static_cast<size_t>(valid), first);  // dP = dropout(dO·Vᵀ)
                 gr = pr * (gr - D[i]);                                                   // dS
                 std::fill(g + valid, g + cols, T(0));

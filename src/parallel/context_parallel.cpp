@@ -48,7 +48,7 @@ bool ContextParallelAttention<T>::attention_forward(T* out, T* lse, const T* qkv
     }
     {
       Trace::Span span(*trace_, "ring attention step " + std::to_string(s), "compute");
-      ring_block_forward(out, m, l, qkv, positions_of(r), kv_[cur].data(), positions_of((r - s + c) % c), rd, d.T, drop,
+      ring_block_forward(out, m, l, qkv, positions_of(r), kv_[cur].data(), positions_of((r - s + c) % c), rd, drop,
                          scratch_.data(), c > 1 ? &Communicator::progress_all : nullptr);
     }
     if (s + 1 < c) {
@@ -84,7 +84,7 @@ bool ContextParallelAttention<T>::attention_backward(T* d_qkv, const T* d_out, c
     {
       Trace::Span span(*trace_, "ring attention backward step " + std::to_string(s), "compute");
       ring_block_backward(d_qkv, mine, d_out, out, qkv, lse, positions_of(r), kv_[cur].data(),
-                          positions_of((r - s + c) % c), rd, d.T, drop, scratch_.data(),
+                          positions_of((r - s + c) % c), rd, drop, scratch_.data(),
                           c > 1 ? &Communicator::progress_all : nullptr);
     }
     // The block's dK/dV so far: the ranks before this one added theirs (in ring order), then this rank's share.
