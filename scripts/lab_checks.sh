@@ -103,6 +103,21 @@ curve_check() {
   return 1
 }
 
+# within_rounding REF RUN LABEL_REF LABEL_RUN: the runs named REF and RUN (run_named) agree within f64 rounding
+# (compare --rtol 1e-12); else says the largest difference and the first step past it, each run's loss by label.
+within_rounding() {
+  local ref=$1 run=$2 cmp=$LAB_WORK/$1_$2.compare
+  run_named "$ref" || { say "the $3 run: $WHY"; return 1; }
+  run_named "$run" || { say "$WHY"; return 1; }
+  if "$BUILD_DIR/shardlab" compare "$LAB_WORK/$ref" "$LAB_WORK/$run" --rtol 1e-12 --all >"$cmp" 2>&1; then
+    say "$(tail -n 1 "$cmp")"
+    return 0
+  fi
+  say "$4 vs $3: $(grep -m1 -oE 'max rel diff .*' "$cmp"); first step past 1e-12: $(awk -v a="$3" -v b="$4" \
+    '/FAIL/ && $1 ~ /^[0-9]+$/ {print $1 " (" a " " $2 ", " b " " $3 ")"; exit}' "$cmp")"
+  return 1
+}
+
 ledger_check() {
   local name=$1 out=$LAB_WORK/$1.ledger
   run_named "$name" || { say "$WHY"; return 1; }

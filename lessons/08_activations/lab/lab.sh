@@ -18,17 +18,7 @@ LAB_RUNS=(flash naive flash_recompute)
 LAB_RUN_flash="1 --attention flash --global-batch 2"
 LAB_RUN_naive="1 --attention naive --global-batch 2"
 LAB_RUN_flash_recompute="1 --attention flash --recompute full --global-batch 2"
-check_naive() {
-  run_named naive || { say "the naive run: $WHY"; return 1; }
-  run_named flash || { say "$WHY"; return 1; }
-  local cmp=$LAB_WORK/naive.compare
-  if "$BUILD_DIR/shardlab" compare "$LAB_WORK/naive" "$LAB_WORK/flash" --rtol 1e-12 --all >"$cmp" 2>&1; then
-    say "$(tail -n 1 "$cmp")"
-    return 0
-  fi
-  say "flash vs naive: $(grep -m1 -oE 'max rel diff .*' "$cmp"); first step past 1e-12: $(awk '/FAIL/ && $1 ~ /^[0-9]+$/ {print $1 " (naive " $2 ", flash " $3 ")"; exit}' "$cmp")"
-  return 1
-}
+check_naive() { within_rounding naive flash naive flash; }
 check_curve() { curve_check flash; }
 check_recompute() { curve_check flash_recompute; }
 check_memory() { ledger_check flash; }

@@ -48,14 +48,4 @@ check_logit() {
   say "scores in the thousands: $(grep -m1 '^result' "$LOG" | sed 's/^result: //')"
 }
 check_curve() { curve_check cp2; }
-check_single() {
-  run_named single || { say "the single process: $WHY"; return 1; }
-  run_named cp2 || { say "$WHY"; return 1; }
-  local cmp=$LAB_WORK/single.compare
-  if "$BUILD_DIR/shardlab" compare "$LAB_WORK/single" "$LAB_WORK/cp2" --rtol 1e-12 --all >"$cmp" 2>&1; then
-    say "$(tail -n 1 "$cmp")"
-    return 0
-  fi
-  say "--cp 2 vs one process: $(grep -m1 -oE 'max rel diff .*' "$cmp"); first step past 1e-12: $(awk '/FAIL/ && $1 ~ /^[0-9]+$/ {print $1 " (one process " $2 ", cp 2 " $3 ")"; exit}' "$cmp")"
-  return 1
-}
+check_single() { within_rounding single cp2 "one process" "cp 2"; }
