@@ -202,15 +202,15 @@ std::vector<size_t> Communicator::even_counts(size_t n) const {
 // ---- the three chunked collectives ----
 
 std::unique_ptr<InFlight> Communicator::start(Coll c, void* buf, const std::vector<size_t>& counts, const TypeOps& t,
-                                              const char* op, bool blocking) {
+                                              const char* op, bool blocking, CommImpl impl) {
   check_counts(counts, op);
   size_t n = std::accumulate(counts.begin(), counts.end(), size_t{0});
-  CommCall* rec = record(op, n, t.bytes, comm_impl_name(impl_));
+  CommCall* rec = record(op, n, t.bytes, comm_impl_name(impl));
   int tag = next_tag();
   bool tracing = trace_ && trace_->enabled();
   double t0 = tracing ? trace_->now_us() : 0;
   std::unique_ptr<InFlight> f;
-  if (impl_ == CommImpl::mpi && size_ > 1) {
+  if (impl == CommImpl::mpi && size_ > 1) {
     auto b = c == Coll::reduce_scatter ? detail::Builtin::reduce_scatter
              : c == Coll::all_gather   ? detail::Builtin::all_gather
                                        : detail::Builtin::all_reduce;
@@ -248,15 +248,15 @@ std::unique_ptr<InFlight> Communicator::start(Coll c, void* buf, const std::vect
 
 template <class T>
 void Communicator::reduce_scatter(T* buf, const std::vector<size_t>& counts) {
-  start(Coll::reduce_scatter, buf, counts, type_ops<T>(), "reduce_scatter", true);
+  start(Coll::reduce_scatter, buf, counts, type_ops<T>(), "reduce_scatter", true, impl_);
 }
 template <class T>
 void Communicator::all_gather(T* buf, const std::vector<size_t>& counts) {
-  start(Coll::all_gather, buf, counts, type_ops<T>(), "all_gather", true);
+  start(Coll::all_gather, buf, counts, type_ops<T>(), "all_gather", true, impl_);
 }
 template <class T>
 void Communicator::all_reduce(T* buf, const std::vector<size_t>& counts) {
-  start(Coll::all_reduce, buf, counts, type_ops<T>(), "all_reduce", true);
+  start(Coll::all_reduce, buf, counts, type_ops<T>(), "all_reduce", true, impl_);
 }
 template <class T>
 void Communicator::all_reduce(T* buf, size_t n) {
@@ -264,21 +264,21 @@ void Communicator::all_reduce(T* buf, size_t n) {
 }
 template <class T>
 void Communicator::all_reduce_max(T* buf, size_t n) {
-  start(Coll::all_reduce, buf, even_counts(n), detail::max_ops<T>(), "all_reduce", true);
+  start(Coll::all_reduce, buf, even_counts(n), detail::max_ops<T>(), "all_reduce", true, impl_);
 }
 template void Communicator::all_reduce_max<float>(float*, size_t);
 template void Communicator::all_reduce_max<double>(double*, size_t);
 template <class T>
 Communicator::Pending Communicator::start_reduce_scatter(T* buf, const std::vector<size_t>& counts) {
-  return Pending(start(Coll::reduce_scatter, buf, counts, type_ops<T>(), "reduce_scatter", false));
+  return Pending(start(Coll::reduce_scatter, buf, counts, type_ops<T>(), "reduce_scatter", false, impl_));
 }
 template <class T>
 Communicator::Pending Communicator::start_all_gather(T* buf, const std::vector<size_t>& counts) {
-  return Pending(start(Coll::all_gather, buf, counts, type_ops<T>(), "all_gather", false));
+  return Pending(start(Coll::all_gather, buf, counts, type_ops<T>(), "all_gather", false, impl_));
 }
 template <class T>
 Communicator::Pending Communicator::start_all_reduce(T* buf, const std::vector<size_t>& counts) {
-  return Pending(start(Coll::all_reduce, buf, counts, type_ops<T>(), "all_reduce", false));
+  return Pending(start(Coll::all_reduce, buf, counts, type_ops<T>(), "all_reduce", false, impl_));
 }
 
 // ---- Pending ----

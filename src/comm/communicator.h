@@ -178,8 +178,10 @@ class Communicator {
   int world_of(int member) const {
     return member >= 0 && member < static_cast<int>(world_.size()) ? world_[member] : -1;
   }
+  // impl: the ring or MPI's built-in for this call (impl_ for the collectives; the control plane's gather is
+  // always MPI's, p2p.cpp).
   std::unique_ptr<detail::InFlight> start(Coll c, void* buf, const std::vector<size_t>& counts,
-                                          const detail::TypeOps& t, const char* op, bool blocking);
+                                          const detail::TypeOps& t, const char* op, bool blocking, CommImpl impl);
   void p2p(const char* op, const void* sbuf, size_t sn, int dst, void* rbuf, size_t rn, int src, int tag,
            const detail::TypeOps& t);
   std::unique_ptr<detail::InFlight> start_p2p(const char* op, void* buf, size_t n, int peer, int tag,

@@ -289,10 +289,10 @@ std::vector<T> Communicator::all_gather_values(const std::vector<T>& mine) {
   const size_t k = mine.size();
   std::vector<T> out(size_ * k, T{});
   std::copy(mine.begin(), mine.end(), out.begin() + rank_ * k);
-  const CommImpl chosen = impl_;
-  impl_ = CommImpl::mpi;  // posted as MPI_Iallgather and waited for like any operation: the watchdog sees it
-  Pending p(start(Coll::all_gather, out.data(), std::vector<size_t>(size_, k), type_ops<T>(), "gather", false));
-  impl_ = chosen;
+  // Posted as MPI_Iallgather whatever this communicator's rings are, and waited for like any operation: the
+  // watchdog sees it.
+  Pending p(start(Coll::all_gather, out.data(), std::vector<size_t>(size_, k), type_ops<T>(), "gather", false,
+                  CommImpl::mpi));
   wait(p);
   return out;
 }
