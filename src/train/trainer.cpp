@@ -95,12 +95,10 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
                                                          size_t(cfg.micro_batch) * slice.T_ctx(cfg.model.seq),
                                                          cfg.model.hidden, ledgers.memory);
   std::unique_ptr<ContextParallelAttention<T>> ring;  // ring attention around the cp ranks, wrapping the tp seams
-  if (pl.cp > 1) {
-    grid.comm(Axis::cp).set_memory_ledger(&ledgers.memory);
+  if (pl.cp > 1)
     ring = std::make_unique<ContextParallelAttention<T>>(grid.comm(Axis::cp), regions.get(), slice, cfg.model.seq,
                                                          cfg.micro_batch, cfg.model.heads / pl.tp, cfg.model.head_dim(),
                                                          ledgers.memory, &ledgers.trace);
-  }
   ChunkHooks<T>* hooks = ring ? static_cast<ChunkHooks<T>*>(ring.get()) : regions.get();
   std::vector<std::unique_ptr<ModelChunk<T>>> chunks;
   std::vector<ModelChunk<T>*> chunk_ptrs;
