@@ -204,15 +204,15 @@ std::string validate_world(const TrainConfig& cfg, int world) {
   const bool hybrid = l.strategy() == Strategy::hybrid;
   if (hybrid && pp > 1)
     return "--fsdp hybrid shards inside a node, and pipeline stages usually span nodes: use --zero 1, 2 or 3 with --pp";
-  if (hybrid) {
-    const int k = l.ranks_per_node / tp;  // data-parallel ranks per node
+  if (hybrid) {  // over the gradient group: the dp ranks, × cp with context parallelism (comm/process_grid.h)
+    const int g = dp * cp, k = l.ranks_per_node / tp;  // the group's members, and its members per node
     if (dp < 2) return "--fsdp hybrid needs at least 2 data-parallel ranks (mpirun -np 4 … --ranks-per-node 2)";
     int p = 2;  // smallest factor of dp above 1: the most nodes a valid suggestion can have
     while (dp % p) ++p;
-    if (k <= 0 || dp % k != 0 || dp / k < 2)
+    if (k <= 0 || g % k != 0 || g / k < 2)
       return "--fsdp hybrid shards inside a node and replicates across nodes: it needs at least 2 nodes "
              "(e.g. --ranks-per-node " +
-             std::to_string(dp / p * tp) + " with " + std::to_string(dp * tp) + " ranks)";
+             std::to_string(g / p * tp) + " with " + std::to_string(g * tp) + " ranks)";
   }
   if (l.ranks_per_node > 0 && world % l.ranks_per_node != 0)
     return "--ranks-per-node " + std::to_string(l.ranks_per_node) + " does not divide the world size " +

@@ -2,7 +2,9 @@
 # Context parallelism through the CLI and scripts/mpirun.sh (f64, dropout 0.1, --attention flash):
 #  (1) layouts: --cp 2 and --cp 4, zigzag and contiguous, reproduce the single process (compare, f64
 #      tolerance: ring attention adds the blocks' partial softmaxes in another order); so do cp 2 × tp 2 with
-#      --sequence-parallel, cp 2 × dp 2 with --zero 3, cp 2 × pp 2, and the 4D run dp 2 × cp 2 × tp 2 on 8 ranks;
+#      --sequence-parallel, cp 2 × dp 2 with --zero 3, cp 2 × pp 2, the 4D run dp 2 × cp 2 × tp 2 on 8 ranks, and
+#      cp 2 × dp 2 with --fsdp hybrid on nodes of 2 ranks (sharded over the gradient group's node part; plan
+#      --ledger matches it);
 #  (2) checkpoints hold whole tensors: a cp-2 run saved at step 3 resumes at cp 4 and on one process, each
 #      continuing the uninterrupted single process's curve (steps 4..6);
 #  (4) the work per rank (the FLOP counter's attention share in ledger.json): zigzag gives every cp rank the
@@ -36,6 +38,14 @@ layout cp2_tp2_sp 4 --cp 2 --tp 2 --sequence-parallel
 layout cp2_dp2_zero3 4 --cp 2 --zero 3
 layout cp2_pp2 4 --cp 2 --pp 2
 layout 4d 8 --dp 2 --cp 2 --tp 2 --zero 1
+# FSDP hybrid over the gradient group dp × cp: shards inside a node of 2 ranks (a cp pair), replicas across.
+if layout cp2_dp2_hybrid 4 --cp 2 --fsdp hybrid --ranks-per-node 2; then
+  if "$S" plan --ledger "$L/cp2_dp2_hybrid/ledger.json" >"$L/hybrid.plan" 2>&1; then
+    ok "(1) cp 2 × dp 2 --fsdp hybrid: plan --ledger matches ($(grep -m1 '^result' "$L/hybrid.plan"))"
+  else
+    fail "(1) cp 2 × dp 2 --fsdp hybrid: plan --ledger matches" "$(grep -m1 '^result' "$L/hybrid.plan" || last "$L/hybrid.plan")"
+  fi
+fi
 if grep -q "context parallel over 2 (zigzag split, ring attention)" "$L/cp2.log"; then
   ok "(1) the cp-2 run says its layout"
 else
