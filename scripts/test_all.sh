@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
 # `make test`: unit tests, command-line tests (bad input, checkpoints, layouts, …), MPI checks, every lesson.
-# After the unit tests, everything else runs in lanes, one more than the cores (TEST_JOBS overrides): a suite
-# waits on short processes, launches and timeouts about half its time, so a core per suite leaves them idle.
-# The lessons are one lane, in order; a lesson reads the wall clock only where scripts/clock.py says the
-# machine can show it, and says why not when other lanes are busy. Longest first, so that no long suite starts
-# last and runs alone. Each suite's output is printed whole when it ends. Closes with "N passed, N failed";
-# exits non-zero on any failure.
+# The command-line suites run one per core at a time (each is mostly waiting for short processes); each
+# suite's output is printed whole when it ends. The MPI suite and the lessons run alone: the lessons read
+# the wall clock. Prints each suite's result and closes with "N passed, N failed"; exits non-zero on any
+# failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -22,12 +20,11 @@ suite() {  # suite NAME COMMAND...
 suite "unit tests" build/unit_tests
 
 logs=build/test_logs; rm -rf "$logs"; mkdir -p "$logs"
-lanes=${TEST_JOBS:-$(($(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2) + 1))}
-lane() {  # lane TITLE NAME COMMAND…: runs in the background; its output, then its verdict line, into $logs/NAME.log
-  local title=$1 name=$2 start=$(date +%s)
-  shift 2
-  if "$@" >"$logs/$name.out" 2>&1; then v=PASS; else v=FAIL; fi
-  { echo "=== $title"; cat "$logs/$name.out"; echo "=== $title: $v ($(( $(date +%s) - start ))s)"; } >"$logs/$name.log"
+lanes=${TEST_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
+cli_suite() {  # runs in the background: the suite's output, then its verdict line, into $logs/NAME.log
+  local name=$1 start=$(date +%s)
+  if bash "tests/cli/$name.sh" >"$logs/$name.out" 2>&1; then v=PASS; else v=FAIL; fi
+  { echo "=== cli $name"; cat "$logs/$name.out"; echo "=== cli $name: $v ($(( $(date +%s) - start ))s)"; } >"$logs/$name.log"
 }
 report() {  # prints every finished suite's log once
   for log in "$logs"/*.log; do
@@ -36,19 +33,18 @@ report() {  # prints every finished suite's log once
     if tail -n 1 "$log" | grep -q ': PASS ('; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
   done
 }
-# Longest first, then the rest by name.
-longest="lessons labs_others labs_ring nothing_lost_again hostile_inputs parallel_hostile pipeline parallel mpi"
+# Longest first (so that no long suite starts last and runs alone at the end), then the rest by name.
+longest="labs_others labs_ring nothing_lost_again hostile_inputs parallel_hostile pipeline parallel context_parallel"
 for name in $longest $(ls tests/cli/*.sh | xargs -n1 basename | sed 's/\.sh$//'); do
   case "$name" in lib*) continue ;; esac  # sourced helpers, not suites
-  [ ! -e "$logs/$name.started" ] || continue
+  [ -e "tests/cli/$name.sh" ] && [ ! -e "$logs/$name.started" ] || continue
   touch "$logs/$name.started"
   while [ "$(jobs -rp | wc -l)" -ge "$lanes" ]; do wait -n; report; done
-  case "$name" in
-    lessons) lane "lessons" lessons bash scripts/run_lessons.sh & ;;
-    mpi) lane "mpi tests (no mpirun; np 1, 2, 3, 4, 8)" mpi bash scripts/mpi_tests.sh build/mpi_tests & ;;
-    *) lane "cli $name" "$name" bash "tests/cli/$name.sh" & ;;
-  esac
+  cli_suite "$name" &
 done
 wait; report
+
+suite "mpi tests (no mpirun; np 1, 2, 3, 4, 8)" bash scripts/mpi_tests.sh build/mpi_tests
+suite "lessons" bash scripts/run_lessons.sh
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
