@@ -321,7 +321,7 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
                         &rc);
     }
     if (c.pp_checked) {  // claim C22: point to point, b·s·h·e per micro-batch per border
-      const u64 e = c.recipe.mixed == Mixed::none && c.recipe.dtype == Dtype::f64 ? 8 : 4;
+      const u64 e = u64(c.recipe.compute_bytes());
       rc.pp.formula =
           stage_p2p_sent_bytes(stage_shape(c), rc.pp_rank, c.activation_shape.micro_batch, c.layout.accum, e);
       rc.pp.measured = measured_pp_sent(*by_rank[k], where);
@@ -347,7 +347,7 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
       t.tp = c.tp;
       t.sequence_parallel = c.sequence_parallel;
       t.recompute = a.recompute;
-      t.act_bytes = c.recipe.mixed == Mixed::none && c.recipe.dtype == Dtype::f64 ? 8 : 4;
+      t.act_bytes = u64(c.recipe.compute_bytes());
       t.grad_bytes = bytes_per_param(c.recipe)[Mem::grad];
       t.held = held;
       t.cp = c.cp;
@@ -375,7 +375,7 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
       cs.blocks = c.pp > 1 ? u64(stage_blocks(stage_shape(c), rc.pp_rank)) : a.layers;
       cs.accum = c.layout.accum;
       cs.recompute = a.recompute;
-      cs.elem_bytes = c.recipe.mixed == Mixed::none && c.recipe.dtype == Dtype::f64 ? 8 : 4;
+      cs.elem_bytes = u64(c.recipe.compute_bytes());
       rc.cp = check_cp_rank(*by_rank[k], cs, c.steps, where);
     }
     c.ranks.push_back(rc);

@@ -41,7 +41,8 @@ struct Recipe {
   double momentum = 0.9;  // SGD only; 0 → no momentum state
 
   bool bf16() const { return mixed == Mixed::bf16; }
-  bool f64() const { return !bf16() && dtype == Dtype::f64; }                        // mixed bf16 computes in f32
+  bool f64() const { return !bf16() && dtype == Dtype::f64; }  // mixed bf16 computes in f32
+  int compute_bytes() const { return f64() ? 8 : 4; }          // an element of the compute type: activations, messages
   bool keeps_fp32_grads() const { return bf16() && grad_accum == GradAccum::fp32; }  // claim C3
   // Does the recipe keep this model-state category? param and grad always; master with mixed bf16 and
   // --master fp32; adam_m and adam_v with AdamW (and 8-bit Adam); momentum with SGD and momentum > 0.

@@ -18,7 +18,7 @@ MemoryNeed rank_memory_need(const RunShape& run) {
   const ld B = run.micro_batch, N = B * (T / ld(run.cp));  // this rank's tokens of a micro-batch: the tp regions' rows
   const ld R = run.sequence_parallel ? N / t : N;          // the residual stream's rows
   const ld CL = C / t, F = 4 * C / t;                      // this rank's attention and MLP widths
-  const ld elem = run.recipe.mixed == Mixed::none && run.recipe.dtype == Dtype::f64 ? 8 : 4;
+  const ld elem = ld(run.recipe.compute_bytes());
   // Ψ_t (plan/tp_bytes.h), the shard S and the padded Ψ_pad as in shard_layout, in long double so
   // that absurd sizes (which overflow 64 bits) are estimated too, and refused.
   const ld psi = V * C + T * C + L * (12 * C * C / t + 7 * C / t + 6 * C) + 2 * C + C * V / t;

@@ -127,7 +127,7 @@ void print_context_parallel(std::ostream& out, const CpRequest& q, const Recipe&
   s.blocks = q.blocks ? q.blocks : a.layers;
   s.accum = q.accum;
   s.recompute = recompute;
-  s.elem_bytes = recipe.mixed == Mixed::none && recipe.dtype == Dtype::f64 ? 8 : 4;
+  s.elem_bytes = u64(recipe.compute_bytes());
   out << "\nContext parallel over c = " << q.cp << " (" << word_of(kContextSplitWords, q.split)
       << " split; claim C24): every sample's s = " << a.seq
       << " tokens are cut over the cp ranks,\n  s/c = " << cp_tokens_per_rank(s) << " on each"
