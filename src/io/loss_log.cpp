@@ -14,10 +14,14 @@
 
 namespace shardlab {
 
-static const char* kHeader = "step,loss,grad_norm,lr,ms,val_loss\n";
+static const char* kHeader = "step,loss,grad_norm,lr,ms,val_loss";
 
-LossLog::LossLog(const std::string& path, bool f64, int resume_step) : path_(path), fmt_(f64 ? "%.17g" : "%.9g") {
-  std::string kept = kHeader;
+LossLog::LossLog(const std::string& path, bool f64, int resume_step, const std::vector<std::string>& extra,
+                 const std::string& header)
+    : path_(path), fmt_(f64 ? "%.17g" : "%.9g") {
+  std::string kept = header.empty() ? kHeader : header;
+  for (const std::string& c : extra) kept += "," + c;
+  kept += "\n";
   if (resume_step > 0 && input_file_problem(path).empty()) {  // continuing this run's own log
     std::istringstream in(read_file(path));
     std::string line;
@@ -42,14 +46,28 @@ LossLog::~LossLog() {
   }
 }
 
-void LossLog::row(int step, double loss, double grad_norm, double lr, double ms, std::optional<double> val_loss) {
+void LossLog::row(int step, double loss, double grad_norm, double lr, double ms, std::optional<double> val_loss,
+                  const std::vector<double>& extra) {
   std::fprintf(f_, "%d,", step);
   std::fprintf(f_, fmt_, loss);
   std::fputc(',', f_);
   std::fprintf(f_, fmt_, grad_norm);
   std::fprintf(f_, ",%.17g,%.3f,", lr, ms);
   if (val_loss) std::fprintf(f_, fmt_, *val_loss);
+  for (double v : extra) {
+    std::fputc(',', f_);
+    std::fprintf(f_, fmt_, v);
+  }
   std::fputc('\n', f_);
+  flush(step);
+}
+
+void LossLog::line(int step, const std::string& text) {
+  std::fputs((text + "\n").c_str(), f_);
+  flush(step);
+}
+
+void LossLog::flush(int step) {
   // A full disk (or any write error) stops the run: a loss.csv that silently lost rows would lie.
   if (std::fflush(f_) != 0 || std::ferror(f_))
     throw std::runtime_error("cannot write " + path_ + " (" + std::strerror(errno) + "); the rows before step " +

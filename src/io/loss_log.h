@@ -1,4 +1,5 @@
-// loss.csv: one row per optimizer step — step, loss, grad_norm, lr, ms, val_loss — with numbers
+// loss.csv: one row per optimizer step — step, loss, grad_norm, lr, ms, val_loss, then a run's own columns
+// (a model with experts: aux_loss, z_loss, imbalance, dropped; train/moe_load.h) — with numbers
 // printed to round-trip exactly (%.17g for f64 runs, %.9g for f32; lr always %.17g). ms is wall
 // clock and the only column that differs between two identical runs. val_loss is empty on steps
 // without an evaluation. Rows are flushed as they are written, so a crash keeps what was logged; a row
@@ -14,17 +15,24 @@ namespace shardlab {
 class LossLog {
  public:
   // Opens DIR/loss.csv. When resuming at `resume_step` > 0, keeps the rows with step ≤ resume_step
-  // of an existing file and appends after them; otherwise starts a new file.
-  LossLog(const std::string& path, bool f64, int resume_step);
+  // of an existing file and appends after them; otherwise starts a new file. extra: the run's own columns.
+  // header: another per-step log's columns (the same keeping and appending; rows through line()).
+  LossLog(const std::string& path, bool f64, int resume_step, const std::vector<std::string>& extra = {},
+          const std::string& header = "");
   ~LossLog();
   LossLog(const LossLog&) = delete;
   LossLog& operator=(const LossLog&) = delete;
-  void row(int step, double loss, double grad_norm, double lr, double ms, std::optional<double> val_loss);
+  void row(int step, double loss, double grad_norm, double lr, double ms, std::optional<double> val_loss,
+           const std::vector<double>& extra = {});
+  // One row of a log opened with its own header: `step` names it in an error.
+  void line(int step, const std::string& text);
+  const char* number_format() const { return fmt_; }
 
  private:
   std::string path_;
   std::FILE* f_ = nullptr;
   const char* fmt_;
+  void flush(int step);
 };
 
 // Reads a loss.csv: the header names and one row of doubles per step (NaN for empty cells).

@@ -17,6 +17,7 @@
 #include "core/bf16.h"
 #include "core/ledger.h"
 #include "model/activation_policy.h"
+#include "model/moe.h"
 
 namespace shardlab {
 
@@ -76,13 +77,16 @@ const T* use(const Saved<T>& s, T* slot) {
 }
 
 // One block's record. x is the block's input (the previous block's output, or the embedding's).
+// A block with experts keeps the MoE's record (model/moe.h) in place of fc and gelu.
 template <class T>
 struct BlockRecord {
   Saved<T> x, ln1, ln1_mean, ln1_rstd, qkv, probs, lse, atty, resid_mid, ln2, ln2_mean, ln2_rstd, fc, gelu;
+  MoeRecord<T> moe;
   void release_all_but_input() {
     for (Saved<T>* s :
          {&ln1, &ln1_mean, &ln1_rstd, &qkv, &probs, &lse, &atty, &resid_mid, &ln2, &ln2_mean, &ln2_rstd, &fc, &gelu})
       s->release();
+    moe.release();
   }
 };
 

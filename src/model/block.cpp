@@ -33,6 +33,55 @@ bool keeps_probs(const ActivationPolicy& p) {
   return p.attention == AttentionKernel::naive && p.recompute != Recompute::selective;
 }
 
+// A step's routing statistics from one MoE block's forward.
+template <class T>
+void note_routing(MoeStats& stats, const MoeRouting<T>& r, const BlockDims& d) {
+  stats.aux += r.aux;
+  stats.z += r.z;
+  stats.dropped += r.dropped;
+  if (stats.load.size() <= size_t(d.layer)) stats.load.resize(d.layer + 1);
+  std::vector<double>& load = stats.load[d.layer];
+  load.resize(d.experts, 0.0);
+  for (int g = 0; g < r.G; ++g)
+    for (int e = 0; e < d.experts; ++e) load[e] += r.routed(g)[e];
+}
+
+// The dense MLP's forward: out = fcproj(gelu(fc(ln2))) (R, C), through the tensor-parallel region.
+template <class T>
+void mlp_forward(BlockRecord<T>& rec, T* out, const T* ln2, const BlockTensors<const T*>& w, const BlockDims& d,
+                 BlockScratch<T>& ws, RegionHooks<T>& hooks) {
+  const int C = d.C, F = d.F;
+  const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
+  const T* h2 = hooks.enter(ln2, ws.full_a, d);
+  T* fc = produce(rec.fc, ws.fc);
+  linear_forward(fc, h2, w.fc_w, w.fc_b, N, C, F);
+  keep(rec.fc, fc);
+  T* gelu = produce(rec.gelu, ws.gelu);
+  gelu_forward(gelu, fc, static_cast<size_t>(N) * F);
+  keep(rec.gelu, gelu);
+  T* partial2 = N == R ? out : ws.full_b;
+  gemm(false, true, N, C, F, T(1), gelu, F, w.fcproj_w, F, T(0), partial2, C);
+  hooks.leave(partial2, out, d);
+  MatMap<T>(out, R, C).rowwise() += ConstVecMap<T>(w.fcproj_b, C);
+}
+
+// The dense MLP's backward from its output's gradient (R, C): returns where d(ln2) is (R rows, in place in ws.d_ln).
+template <class T>
+T* mlp_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockRecord<T>& rec, const T* d_mlp_out,
+                const T* ln2, const BlockDims& d, BlockScratch<T>& ws, RegionHooks<T>& hooks) {
+  const int C = d.C, F = d.F;
+  const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
+  const T* fc = use(rec.fc, ws.fc);
+  const T* gelu = use(rec.gelu, ws.gelu);
+  const T* dy2 = hooks.leave_backward(d_mlp_out, ws.full_b, d);
+  linear_backward(ws.d_gelu, g.fcproj_w, N == R ? g.fcproj_b : static_cast<T*>(nullptr), dy2, gelu, w.fcproj_w, N, F,
+                  C);
+  if (N != R) VecMap<T>(g.fcproj_b, C) += ConstMatMap<T>(d_mlp_out, R, C).colwise().sum();
+  gelu_backward(ws.d_fc, ws.d_gelu, fc, static_cast<size_t>(N) * F);
+  linear_backward(ws.d_ln, g.fc_w, g.fc_b, ws.d_fc, hooks.region_input(ln2, ws.full_a, d), w.fc_w, N, C, F);
+  return hooks.enter_backward(ws.d_ln, d);
+}
+
 }  // namespace
 
 template <class T>
@@ -52,14 +101,15 @@ void allocate_block_record(BlockRecord<T>& rec, const BlockDims& d, const Activa
   rec.ln2 = Saved<T>(ledger, "block.ln2", R * C, h);
   rec.ln2_mean = Saved<T>(ledger, "block.ln2_mean", R, false);
   rec.ln2_rstd = Saved<T>(ledger, "block.ln2_rstd", R, false);
+  if (d.experts > 0) return;  // the MoE's record is allocated as its forward routes (moe.h)
   rec.fc = Saved<T>(ledger, "block.fc", N * F, h);
   rec.gelu = Saved<T>(ledger, "block.gelu", N * F, h);
 }
 
 template <class T>
 void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w, const BlockDims& d,
-                   const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks) {
-  const int B = d.B, C = d.C, CL = d.CL(), F = d.F;
+                   const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger) {
+  const int B = d.B, C = d.C, CL = d.CL();
   const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
   const Dropouts drop(run, d);
   const T* x = rec.x.half() ? ws.x : rec.x.data();
@@ -96,21 +146,16 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
   MatMap<T>(resid_mid, R, C) += ConstMatMap<T>(x, R, C);  // residual 1
   keep(rec.resid_mid, resid_mid);
 
-  // MLP sublayer: out = resid_mid + drop(fcproj(gelu(fc(ln2(resid_mid))))).
+  // MLP sublayer: out = resid_mid + drop(fcproj(gelu(fc(ln2(resid_mid))))), or drop(experts(ln2(resid_mid))).
   T* ln2 = produce(rec.ln2, ws.ln2);
   layernorm_forward(ln2, rec.ln2_mean.data(), rec.ln2_rstd.data(), resid_mid, w.ln2_w, w.ln2_b, R, C);
   keep(rec.ln2, ln2);
-  const T* h2 = hooks.enter(ln2, ws.full_a, d);
-  T* fc = produce(rec.fc, ws.fc);
-  linear_forward(fc, h2, w.fc_w, w.fc_b, N, C, F);
-  keep(rec.fc, fc);
-  T* gelu = produce(rec.gelu, ws.gelu);
-  gelu_forward(gelu, fc, static_cast<size_t>(N) * F);
-  keep(rec.gelu, gelu);
-  T* partial2 = N == R ? out : ws.full_b;
-  gemm(false, true, N, C, F, T(1), gelu, F, w.fcproj_w, F, T(0), partial2, C);
-  hooks.leave(partial2, out, d);
-  MatMap<T>(out, R, C).rowwise() += ConstVecMap<T>(w.fcproj_b, C);
+  if (d.experts > 0) {  // whole experts on every tp rank: the MoE runs on the residual rows, no region seams
+    moe_forward(out, rec.moe, ln2, w.moe, d.moe(), hooks, ledger);
+    if (run.moe_stats) note_routing(*run.moe_stats, rec.moe.routing, d);
+  } else {
+    mlp_forward(rec, out, ln2, w, d, ws, hooks);
+  }
   if (drop.mlp.active()) drop.mlp.apply_activation(out, B, d.T_local);
   MatMap<T>(out, R, C) += ConstMatMap<T>(resid_mid, R, C);  // residual 2
   if (run.policy.recompute == Recompute::full) rec.release_all_but_input();
@@ -119,7 +164,7 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
 template <class T>
 void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockRecord<T>& rec, const BlockDims& d,
                     const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger) {
-  const int B = d.B, C = d.C, CL = d.CL(), F = d.F;
+  const int B = d.B, C = d.C, CL = d.CL();
   const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
   const size_t RC = static_cast<size_t>(R) * C;
   if (run.policy.recompute == Recompute::full) {  // claim C27: the block's forward once more
@@ -127,7 +172,8 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
     allocate_block_record(rec, d, run.policy, ledger);
     if (rec.x.half()) rec.x.load(ws.x);
     block_forward(rec, ws.discard, w, d,
-                  BlockRun{{run.policy.bf16, Recompute::none, run.policy.attention}, run.dropout, run.drop}, ws, hooks);
+                  BlockRun{{run.policy.bf16, Recompute::none, run.policy.attention}, run.dropout, run.drop}, ws, hooks,
+                  ledger);
   }
   const Dropouts drop(run, d);
   const T* x = use(rec.x, ws.x);
@@ -136,8 +182,6 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
   const T* atty = use(rec.atty, ws.atty);
   const T* resid_mid = use(rec.resid_mid, ws.resid_mid);
   const T* ln2 = use(rec.ln2, ws.ln2);
-  const T* fc = use(rec.fc, ws.fc);
-  const T* gelu = use(rec.gelu, ws.gelu);
 
   // A sublayer's output gradient from the residual stream's: through its dropout (the same mask, regenerated).
   auto through_dropout = [&](const Dropout& dr) -> const T* {
@@ -149,13 +193,12 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
 
   // MLP branch. ws.d_res holds d(out).
   const T* d_mlp_out = through_dropout(drop.mlp);
-  const T* dy2 = hooks.leave_backward(d_mlp_out, ws.full_b, d);
-  linear_backward(ws.d_gelu, g.fcproj_w, N == R ? g.fcproj_b : static_cast<T*>(nullptr), dy2, gelu, w.fcproj_w, N, F,
-                  C);
-  if (N != R) VecMap<T>(g.fcproj_b, C) += ConstMatMap<T>(d_mlp_out, R, C).colwise().sum();
-  gelu_backward(ws.d_fc, ws.d_gelu, fc, static_cast<size_t>(N) * F);
-  linear_backward(ws.d_ln, g.fc_w, g.fc_b, ws.d_fc, hooks.region_input(ln2, ws.full_a, d), w.fc_w, N, C, F);
-  T* d_ln2 = hooks.enter_backward(ws.d_ln, d);
+  T* d_ln2 = ws.d_ln;
+  if (d.experts > 0)
+    moe_backward(d_ln2, g.moe, d_mlp_out, rec.moe, ln2, w.moe, d.moe(), T(run.aux_weight), T(run.z_weight), hooks,
+                 ledger);
+  else
+    d_ln2 = mlp_backward(g, w, rec, d_mlp_out, ln2, d, ws, hooks);
   layernorm_backward(ws.d_res, g.ln2_w, g.ln2_b, d_ln2, resid_mid, w.ln2_w, rec.ln2_mean.data(), rec.ln2_rstd.data(), R,
                      C);  // ws.d_res = d(resid_mid)
 
@@ -192,7 +235,7 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
 #define SHARDLAB_BLOCK(T)                                                                                              \
   template void allocate_block_record<T>(BlockRecord<T>&, const BlockDims&, const ActivationPolicy&, MemoryLedger&);   \
   template void block_forward<T>(BlockRecord<T>&, T*, const BlockTensors<const T*>&, const BlockDims&,                 \
-                                 const BlockRun&, BlockScratch<T>&, RegionHooks<T>&);                                  \
+                                 const BlockRun&, BlockScratch<T>&, RegionHooks<T>&, MemoryLedger&);                   \
   template void block_backward<T>(BlockTensors<T*>&, const BlockTensors<const T*>&, BlockRecord<T>&, const BlockDims&, \
                                   const BlockRun&, BlockScratch<T>&, RegionHooks<T>&, MemoryLedger&);
 SHARDLAB_BLOCK(float)

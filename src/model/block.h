@@ -25,9 +25,11 @@
 // lets the layouts reproduce its loss curve bit for bit.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "model/activation_record.h"
 #include "model/dropout.h"
+#include "model/moe.h"
 #include "model/param_layout.h"
 #include "model/token_positions.h"
 
@@ -41,19 +43,26 @@ struct DropoutContext {
 };
 
 struct BlockDims {
-  int B = 0;                          // samples in the micro-batch
-  int T = 0;                          // sequence length (global)
-  int C = 0;                          // hidden size (the residual stream is never split by heads)
-  int NH = 0, HD = 0;                 // heads on this rank, head size
-  int F = 0;                          // MLP width on this rank (4C / t)
-  int T_ctx = 0;                      // tokens per sample on this rank (T, or T / c with context parallel)
-  int T_local = 0;                    // residual rows per sample (T_ctx, or T_ctx / t with sequence parallel)
-  int heads_total = 0;                // heads of the whole model
-  int first_head = 0;                 // global index of this rank's first head
-  int first_row = 0;                  // which of the T_ctx tokens is this rank's first residual row
-  TokenPositions pos;                 // the global position of each of the T_ctx tokens (token_positions.h)
-  int layer = 0;                      // global layer index
-  int CL() const { return NH * HD; }  // attention width on this rank
+  int B = 0;            // samples in the micro-batch
+  int T = 0;            // sequence length (global)
+  int C = 0;            // hidden size (the residual stream is never split by heads)
+  int NH = 0, HD = 0;   // heads on this rank, head size
+  int F = 0;            // MLP width on this rank (4C / t)
+  int T_ctx = 0;        // tokens per sample on this rank (T, or T / c with context parallel)
+  int T_local = 0;      // residual rows per sample (T_ctx, or T_ctx / t with sequence parallel)
+  int heads_total = 0;  // heads of the whole model
+  int first_head = 0;   // global index of this rank's first head
+  int first_row = 0;    // which of the T_ctx tokens is this rank's first residual row
+  TokenPositions pos;   // the global position of each of the T_ctx tokens (token_positions.h)
+  int layer = 0;        // global layer index
+  // A block with experts in place of the MLP (moe.h): E experts (0: the dense MLP), k per token, each of width
+  // expert_ffn, at most `capacity` slots per expert per sample (0: all); this rank's [first_expert, + local).
+  int experts = 0, top_k = 0, expert_ffn = 0, capacity = 0, first_expert = 0, local_experts = 0;
+  MoeShape moe() const {
+    return MoeShape{MoeDims{static_cast<int>(rows()), C, experts, top_k, capacity, T_local}, expert_ffn, first_expert,
+                    local_experts};
+  }
+  int CL() const { return NH * HD; }                        // attention width on this rank
   size_t rows() const { return size_t(B) * T_local; }       // residual rows
   size_t region_rows() const { return size_t(B) * T_ctx; }  // rows inside the tensor-parallel regions
 };
@@ -62,17 +71,33 @@ struct BlockDims {
 template <class P>
 struct BlockTensors {
   P ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w, fcproj_b;
+  MoeWeights<P> moe;  // a block with experts: the router and this rank's experts (the dense MLP's are null)
   // unit: the unit's pointer; begin: the unit's first flat offset.
   static BlockTensors at(P unit, size_t begin, const BlockOffsets& o) {
     auto p = [&](size_t offset) { return unit + (offset - begin); };
-    return {p(o.ln1_w), p(o.ln1_b), p(o.qkv_w), p(o.qkv_b), p(o.proj_w),   p(o.proj_b),
-            p(o.ln2_w), p(o.ln2_b), p(o.fc_w),  p(o.fc_b),  p(o.fcproj_w), p(o.fcproj_b)};
+    auto dense = [&](size_t offset) { return o.moe ? P(nullptr) : p(offset); };
+    auto expert = [&](size_t offset) { return o.moe ? p(offset) : P(nullptr); };
+    return {p(o.ln1_w),
+            p(o.ln1_b),
+            p(o.qkv_w),
+            p(o.qkv_b),
+            p(o.proj_w),
+            p(o.proj_b),
+            p(o.ln2_w),
+            p(o.ln2_b),
+            dense(o.fc_w),
+            dense(o.fc_b),
+            dense(o.fcproj_w),
+            dense(o.fcproj_b),
+            {expert(o.router_w), expert(o.experts_fc_w), expert(o.experts_fc_b), expert(o.experts_proj_w),
+             expert(o.experts_proj_b)}};
   }
 };
 
-// The seams of a tensor-parallel region (see the top). The base class is the identity.
+// The seams of a block: its tensor-parallel regions (see the top), its attention core, and where its
+// experts' rows go (expert_exchange.h). The base class is the identity.
 template <class T>
-class RegionHooks {
+class RegionHooks : public ExpertExchange<T> {
  public:
   virtual ~RegionHooks() = default;
   // Forward, entering: the region's input (B·T rows) from the residual rows (B·T_local). f: identity.
@@ -117,11 +142,22 @@ struct BlockScratch {
   T *x, *ln1, *qkv, *atty, *resid_mid, *ln2, *fc, *gelu;
 };
 
+// What a step's MoE blocks routed (forward only, not a recompute): the router losses' sums and the slots per
+// expert, per MoE block of the chunk (claim C25's load).
+struct MoeStats {
+  double aux = 0;                         // Σ over samples and MoE blocks of the load-balancing loss
+  double z = 0;                           // Σ over tokens and MoE blocks of lse²
+  double dropped = 0;                     // slots capacity dropped
+  std::vector<std::vector<double>> load;  // [layer][expert]: slots routed (before capacity); empty if dense
+};
+
 // Run-wide facts a block needs.
 struct BlockRun {
   ActivationPolicy policy;
   double dropout = 0.0;  // probability when training (0 in evaluation)
   DropoutContext drop;
+  double aux_weight = 0, z_weight = 0;  // backward: the router losses' weights (per sample's, per token's)
+  MoeStats* moe_stats = nullptr;        // forward: where routing statistics go (null: nowhere)
 };
 
 // Allocates every tensor the record keeps under `policy` except x (already there, the previous block's
@@ -134,7 +170,7 @@ void allocate_block_record(BlockRecord<T>& rec, const BlockDims& d, const Activa
 // record's input, or the chunk's output), keeps what the policy says in rec.
 template <class T>
 void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w, const BlockDims& d,
-                   const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks);
+                   const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger);
 
 // Backward: ws.d_res holds d(out) on entry and d(x) on return; gradients accumulate into g. Full
 // recompute re-runs the forward first (re-allocating the record); the record is released at the end.

@@ -58,6 +58,14 @@ BlockDims ModelChunk<T>::dims(int B, int layer) const {
   d.first_head = slice_.tp_rank * d.NH;
   d.first_row = slice_.sequence_parallel ? slice_.tp_rank * d.T_local : 0;
   d.layer = layer;
+  if (cfg_.moe.in_block(layer)) {
+    d.experts = cfg_.moe.experts;
+    d.top_k = cfg_.moe.top_k;
+    d.expert_ffn = cfg_.moe.width(cfg_.hidden);
+    d.capacity = cfg_.moe.slots_per_sample(cfg_.seq);
+    d.local_experts = d.experts / slice_.ep;
+    d.first_expert = slice_.ep_rank * d.local_experts;
+  }
   return d;
 }
 
@@ -100,7 +108,8 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
   };
   if (spec_.embedding) local_tokens(mb.inputs, r.inputs);
   if (spec_.head) local_tokens(mb.targets, r.targets);
-  const BlockRun run = run_of(r);
+  BlockRun run = run_of(r);
+  if (mb.train) run.moe_stats = &moe_stats_;
   const int nblocks = spec_.end_block - spec_.first_block;
   r.blocks.resize(nblocks);
 
@@ -130,7 +139,7 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
     }
     {
       FlopPhase phase(Flop::block_forward);
-      block_forward(rec, out, w, d, run, ws_, *hooks_);
+      block_forward(rec, out, w, d, run, ws_, *hooks_, ledger_);
     }
     if (next) keep(*next, out);
     access.params_done(unit, false);
@@ -148,7 +157,11 @@ void ModelChunk<T>::backward(int mb_id, UnitAccess<T>& access, T loss_scale, con
   const int C = cfg_.hidden, B = r.mb.B;
   const BlockDims d0 = dims(B, spec_.first_block);
   const size_t R = d0.rows();
-  const BlockRun run = run_of(r);
+  BlockRun run = run_of(r);
+  // The router losses' weights: each sample's load-balancing loss α/(samples of the global batch) = α·T·loss_scale,
+  // each token's lse² β/(tokens of the global batch) = β·loss_scale.
+  run.aux_weight = cfg_.moe.aux_loss * cfg_.seq * double(loss_scale);
+  run.z_weight = cfg_.moe.z_loss * double(loss_scale);
   auto done = [&](int u) {
     access.params_done(u, true);
     access.grads_done(u);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/ledger.h"
@@ -72,6 +73,8 @@ class ModelChunk {
   const ParamLayout& layout() const { return layout_; }
   const std::shared_ptr<ChunkWorkspace<T>>& workspace() const { return workspace_; }
   BlockDims dims(int B, int layer) const;  // this rank's dimensions of a block for a micro-batch of B
+  // What the MoE blocks routed in the training forwards since the last call (block.h), and starts afresh.
+  MoeStats take_moe_stats() { return std::exchange(moe_stats_, MoeStats{}); }
 
  private:
   struct Records;
@@ -88,6 +91,7 @@ class ModelChunk {
   std::shared_ptr<ChunkWorkspace<T>> workspace_;
   BlockScratch<T> ws_{};  // workspace_'s pointers
   std::map<int, std::unique_ptr<Records>> records_;
+  MoeStats moe_stats_;
 };
 
 }  // namespace shardlab

@@ -2,24 +2,28 @@
 // which weight, and the two router losses. For R token rows x (R, C) and the router's weight Wr (E, C):
 //   logits = x·Wrᵀ;  p = softmax(logits);  the token's k slots are its k largest p (ties: the lower expert
 //   index first), in that order;  gate_j = p_j / Σ_{m in the k} p_m  (renormalised over the chosen k).
-// Capacity (capacity > 0): expert e computes at most `capacity` slots, the first ones by token position (then
-// slot); a slot past it is dropped — it contributes nothing (the residual carries the token) — and counted.
-// Losses over the R rows (each its own number; the caller scales and adds them):
-//   load balance (Switch, Fedus et al. 2021, eq. 4; GShard's with top-k):  E · Σ_i f_i · P_i, with
-//     f_i = (slots routed to expert i, before capacity) / (R·k) — a count: no gradient flows through it — and
-//     P_i = mean over the rows of p_i;
-//   router z-loss (ST-MoE, Zoph et al. 2022, eq. 5):  mean over the rows of logsumexp(logits)².
+// Routing groups: the rows come in groups of `group` consecutive rows (one sample's tokens in the model), and
+// capacity and the load-balancing loss are per group — so a layout that splits the batch by samples (data,
+// expert and pipeline parallelism, micro-batches) routes every sample exactly as one process does.
+// Capacity (capacity > 0): in each group, expert e computes at most `capacity` slots, the first ones by token
+// position (then slot); a slot past it is dropped — it contributes nothing (the residual carries the token) —
+// and counted.
+// Losses, each its own number (the caller weights and adds them):
+//   load balance, per group g (Switch, Fedus et al. 2021, eq. 4, with top-k slots as in GShard; per sequence as
+//     DeepSeek-V3's sequence-wise balance loss):  E · Σ_i f_i · P_i, with f_i = (the group's slots routed to
+//     expert i, before capacity) / (group·k) — a count: no gradient flows through it — and P_i = the mean of
+//     p_i over the group's rows; `aux` is the sum over the groups;
+//   router z-loss (ST-MoE, Zoph et al. 2022, eq. 5):  logsumexp(logits)² per row; `z` is the sum over the rows.
 // Backward: the gates' gradient (from the combine) through the renormalisation and the softmax, plus the two
-// losses' gradients (scaled by the caller's weights), into d_logits, then Wr and x.
+// losses' gradients (weighted by the caller), into d_logits, then Wr and x.
+// Storage: every array the router keeps is allocated through the memory ledger as an activation item
+// (block.moe.*), so the MoE's activations are measured like every other saved tensor.
 // Leaves out: noisy top-k and random or expert-choice routing (deterministic, by position, as every layout
 // must draw the same routing).
 #pragma once
-#include <algorithm>
-#include <cmath>
-#include <numeric>
-#include <vector>
+#include <cstdint>
 
-#include "core/gemm.h"
+#include "core/ledger.h"
 
 namespace shardlab {
 
@@ -28,113 +32,50 @@ struct MoeDims {
   int C = 0;         // hidden size
   int E = 0;         // experts
   int k = 1;         // slots per token
-  int capacity = 0;  // slots per expert kept (0: dropless)
+  int capacity = 0;  // slots per expert per group kept (0: dropless)
+  int group = 0;     // rows per routing group (0: all R rows are one group)
+  int G() const { return R / rows_per_group(); }
+  int rows_per_group() const { return group > 0 ? group : R; }
 };
 
-// What the router decided for R rows; forward fills it, backward reads it.
+// What the router decided for R rows; forward fills it, backward reads it. A slot is s = t·k + j (token t's
+// j-th choice). The kept slots are listed expert by expert, each expert's in token order: `list`.
 template <class T>
 struct MoeRouting {
-  std::vector<T> probs;     // (R, E) softmax of the logits
-  std::vector<T> lse;       // (R) logsumexp of each row's logits (the z-loss)
-  std::vector<int> expert;  // (R, k) each slot's expert, in slot order
-  std::vector<T> gate;      // (R, k) renormalised gates
-  std::vector<char> kept;   // (R, k) 0 if capacity dropped the slot
-  std::vector<int> routed;  // (E) slots chosen per expert, before capacity
-  std::vector<int> first;   // (E + 1) expert e computes slots list[first[e] … first[e+1])
-  std::vector<int> list;    // slot ids t·k + j of each expert, token order then slot order (kept ones only)
-  int dropped = 0;          // slots capacity dropped
-  double aux = 0, z = 0;    // the load-balancing loss and the z-loss of these rows (unweighted)
+  Buffer<T> probs;         // (R, E) softmax of the logits
+  Buffer<T> lse;           // (R) logsumexp of each row's logits
+  Buffer<T> gate;          // (R, k) renormalised gates
+  Buffer<int32_t> slots;   // 3 arrays of R·k: each slot's expert; its row in the list (−1: dropped); the list
+  Buffer<int32_t> counts;  // (G, E) slots routed per group and expert, before capacity; then first (E + 1)
+  int R = 0, E = 0, k = 0, G = 0;
+  int kept = 0;           // slots in the list
+  int dropped = 0;        // slots capacity dropped
+  double aux = 0, z = 0;  // Σ over groups of the load-balancing loss, Σ over rows of lse² (unweighted)
+  int32_t* expert() { return slots.data(); }
+  const int32_t* expert() const { return slots.data(); }
+  int32_t* row() { return slots.data() + size_t(R) * k; }
+  const int32_t* row() const { return slots.data() + size_t(R) * k; }
+  int32_t* list() { return slots.data() + 2 * size_t(R) * k; }
+  const int32_t* list() const { return slots.data() + 2 * size_t(R) * k; }
+  const int32_t* routed(int g) const { return counts.data() + size_t(g) * E; }
+  // Expert e computes list entries [first(e), first(e + 1)).
+  int first(int e) const { return counts.data()[size_t(G) * E + e]; }
+  void release() {
+    for (Buffer<T>* b : {&probs, &lse, &gate}) b->reset();
+    slots.reset();
+    counts.reset();
+  }
 };
 
-// logits scratch (R, E). Fills r from x (R, C) and the router weight wr (E, C).
+// logits scratch (R, E). Fills r (allocating through the ledger) from x (R, C) and the router weight wr (E, C).
 template <class T>
-void moe_route(MoeRouting<T>& r, T* logits, const T* x, const T* wr, const MoeDims& d) {
-  const int R = d.R, E = d.E, k = d.k;
-  gemm(false, true, R, E, d.C, T(1), x, d.C, wr, d.C, T(0), logits, E);
-  r.probs.assign(size_t(R) * E, T(0));
-  r.lse.assign(R, T(0));
-  r.expert.assign(size_t(R) * k, 0);
-  r.gate.assign(size_t(R) * k, T(0));
-  r.kept.assign(size_t(R) * k, 1);
-  r.routed.assign(E, 0);
-  std::vector<int> order(E);
-  for (int t = 0; t < R; ++t) {
-    const T* l = logits + size_t(t) * E;
-    T* p = r.probs.data() + size_t(t) * E;
-    const T mx = *std::max_element(l, l + E);
-    T sum = 0;
-    for (int i = 0; i < E; ++i) sum += (p[i] = std::exp(l[i] - mx));
-    for (int i = 0; i < E; ++i) p[i] /= sum;
-    r.lse[t] = mx + std::log(sum);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return p[a] > p[b]; });  // ties: lower first
-    T chosen = 0;
-    for (int j = 0; j < k; ++j) chosen += p[order[j]];
-    for (int j = 0; j < k; ++j) {
-      r.expert[size_t(t) * k + j] = order[j];
-      r.gate[size_t(t) * k + j] = p[order[j]] / chosen;
-      ++r.routed[order[j]];
-    }
-  }
-  // Each expert's slots in token order; capacity keeps the first ones.
-  r.first.assign(E + 1, 0);
-  r.list.clear();
-  r.dropped = 0;
-  for (int e = 0; e < E; ++e) {
-    r.first[e] = static_cast<int>(r.list.size());
-    int taken = 0;
-    for (int s = 0; s < R * k; ++s) {
-      if (r.expert[s] != e) continue;
-      if (d.capacity > 0 && taken == d.capacity) {
-        r.kept[s] = 0;
-        ++r.dropped;
-        continue;
-      }
-      r.list.push_back(s);
-      ++taken;
-    }
-  }
-  r.first[E] = static_cast<int>(r.list.size());
-  // The losses.
-  double aux = 0, z = 0;
-  for (int i = 0; i < E; ++i) {
-    double P = 0;
-    for (int t = 0; t < R; ++t) P += r.probs[size_t(t) * E + i];
-    aux += double(r.routed[i]) / (double(R) * k) * (P / R);
-  }
-  for (int t = 0; t < R; ++t) z += double(r.lse[t]) * r.lse[t];
-  r.aux = E * aux;
-  r.z = z / R;
-}
+void moe_route(MoeRouting<T>& r, T* logits, const T* x, const T* wr, const MoeDims& d, MemoryLedger& ledger);
 
 // d_gate (R, k): the gradient of the objective with respect to each slot's gate (0 for dropped slots).
-// aux_weight, z_weight: the losses' weights in the objective. d_logits scratch (R, E). Writes d_x (R, C)
-// (overwritten) and accumulates the router weight's gradient into d_wr (E, C).
+// aux_weight: the weight of each group's load-balancing loss, z_weight: of each row's lse². d_logits scratch
+// (R, E). Writes d_x (R, C) (overwritten) and accumulates the router weight's gradient into d_wr (E, C).
 template <class T>
 void moe_route_backward(T* d_x, T* d_wr, T* d_logits, const T* d_gate, const MoeRouting<T>& r, const T* x, const T* wr,
-                        const MoeDims& d, T aux_weight, T z_weight) {
-  const int R = d.R, E = d.E, k = d.k;
-  std::vector<T> dp(E);
-  for (int t = 0; t < R; ++t) {
-    const T* p = r.probs.data() + size_t(t) * E;
-    std::fill(dp.begin(), dp.end(), T(0));
-    // gate_j = p_j / S over the chosen k:  dp_m = (d_gate_m − Σ_j d_gate_j·gate_j) / S for m among them.
-    T chosen = 0, dot = 0;
-    for (int j = 0; j < k; ++j) {
-      chosen += p[r.expert[size_t(t) * k + j]];
-      dot += d_gate[size_t(t) * k + j] * r.gate[size_t(t) * k + j];
-    }
-    for (int j = 0; j < k; ++j) dp[r.expert[size_t(t) * k + j]] += (d_gate[size_t(t) * k + j] - dot) / chosen;
-    // The load-balancing loss: ∂/∂p_i of E·Σ f_i·mean_t p_i = E·f_i / R (f is a count: constant).
-    for (int i = 0; i < E; ++i) dp[i] += aux_weight * T(E) * T(r.routed[i]) / (T(R) * k) / T(R);
-    // Through the softmax, plus the z-loss: ∂/∂logit_i of mean_t lse_t² = 2·lse_t·p_i / R.
-    T pdp = 0;
-    for (int i = 0; i < E; ++i) pdp += p[i] * dp[i];
-    T* dl = d_logits + size_t(t) * E;
-    for (int i = 0; i < E; ++i) dl[i] = p[i] * (dp[i] - pdp) + z_weight * T(2) * r.lse[t] * p[i] / T(R);
-  }
-  gemm(false, false, R, d.C, E, T(1), d_logits, E, wr, d.C, T(0), d_x, d.C);  // d_x = d_logits · Wr
-  gemm(true, false, E, d.C, R, T(1), d_logits, E, x, d.C, T(1), d_wr, d.C);   // d_Wr += d_logitsᵀ · x
-}
+                        const MoeDims& d, T aux_weight, T z_weight);
 
 }  // namespace shardlab

@@ -52,11 +52,25 @@ ParamLayout::ParamLayout(const GPTConfig& cfg, const ModelSlice& slice, const st
       b.proj_b = add(p + "attn.proj.bias", {C}, Init::zeros, false);
       b.ln2_w = add(p + "ln2.weight", {C}, Init::ones, false);
       b.ln2_b = add(p + "ln2.bias", {C}, Init::zeros, false);
-      b.fc_w = add(p + "mlp.fc.weight", {F, C}, Init::normal, true, rowsF, {4 * C, C});  // (4C, C)
-      b.fc_b = add(p + "mlp.fc.bias", {F}, Init::zeros, false, rowsF, {4 * C});
-      b.fcproj_w = add(p + "mlp.proj.weight", {C, F}, Init::normal_residual, true, colsF, {C, 4 * C});  // (C, 4C)
-      b.fcproj_b = add(p + "mlp.proj.bias", {C}, Init::zeros, false);
-      matmul_params_ += static_cast<size_t>(12 * C * C / t);
+      if (!cfg.moe.in_block(l)) {
+        b.fc_w = add(p + "mlp.fc.weight", {F, C}, Init::normal, true, rowsF, {4 * C, C});  // (4C, C)
+        b.fc_b = add(p + "mlp.fc.bias", {F}, Init::zeros, false, rowsF, {4 * C});
+        b.fcproj_w = add(p + "mlp.proj.weight", {C, F}, Init::normal_residual, true, colsF, {C, 4 * C});  // (C, 4C)
+        b.fcproj_b = add(p + "mlp.proj.bias", {C}, Init::zeros, false);
+        matmul_params_ += static_cast<size_t>(12 * C * C / t);
+      } else {  // the router (whole on every rank) and this rank's experts: all E, or E/ep of them from ep_rank·E/ep
+        const int64_t E = cfg.moe.experts, El = E / slice.ep, FE = cfg.moe.width(cfg.hidden);
+        const TensorSlice mine = slice.ep > 1 ? TensorSlice{0, El * slice.ep_rank} : TensorSlice{};
+        b.moe = true;
+        b.router_w = add(p + "moe.router.weight", {E, C}, Init::normal, true);  // (E, C)
+        b.experts_fc_w = add(p + "moe.experts.fc.weight", {El, FE, C}, Init::normal, true, mine, {E, FE, C});
+        b.experts_fc_b = add(p + "moe.experts.fc.bias", {El, FE}, Init::zeros, false, mine, {E, FE});
+        b.experts_proj_w =
+            add(p + "moe.experts.proj.weight", {El, C, FE}, Init::normal_residual, true, mine, {E, C, FE});
+        b.experts_proj_b = add(p + "moe.experts.proj.bias", {El, C}, Init::zeros, false, mine, {E, C});
+        // per token: attention's 4C²/t, the router's E·C, k experts' 2·C·F
+        matmul_params_ += static_cast<size_t>(4 * C * C / t + E * C + cfg.moe.top_k * 2 * C * FE);
+      }
     }
     blocks.push_back(b);
   }

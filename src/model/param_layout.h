@@ -52,14 +52,17 @@ template <class F>
 void for_each_run(const TensorSpec& t, F&& f) {
   if (t.slice.dim < 0) return f(size_t(0), size_t(0), t.numel);
   const size_t cols = static_cast<size_t>(t.shape.size() > 1 ? t.shape[1] : 1);
-  if (t.slice.dim == 0) return f(size_t(0), static_cast<size_t>(t.slice.start) * cols, t.numel);
+  if (t.slice.dim == 0) return f(size_t(0), static_cast<size_t>(t.slice.start) * (t.numel / t.shape[0]), t.numel);
   const size_t rows = static_cast<size_t>(t.shape[0]), global_cols = static_cast<size_t>(t.global_shape[1]);
   for (size_t r = 0; r < rows; ++r) f(r * cols, r * global_cols + static_cast<size_t>(t.slice.start), cols);
 }
 
-// Offsets of one block's tensors, in elements.
+// Offsets of one block's tensors, in elements. A block with experts (moe) has the router and its experts in
+// place of the dense MLP (fc_*, fcproj_* then unused).
 struct BlockOffsets {
   size_t ln1_w, ln1_b, qkv_w, qkv_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w, fcproj_b;
+  bool moe;
+  size_t router_w, experts_fc_w, experts_fc_b, experts_proj_w, experts_proj_b;
 };
 
 class ParamLayout {

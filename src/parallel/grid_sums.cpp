@@ -24,6 +24,22 @@ double GridSums::over_ranks(double local) const {
   return sum_in_rank_order(*dp_, over_stages(over_slices(local)));  // the same sum everywhere, every layout
 }
 
+std::vector<double> GridSums::over_ranks(std::vector<double> v) const {
+  auto add_over = [&](Communicator* group) {  // rank order, as the scalar sums
+    if (!group || group->size() == 1) return;
+    const std::vector<double> all = group->all_gather_values(v);
+    for (size_t i = 0; i < v.size(); ++i) {
+      v[i] = 0.0;
+      for (int r = 0; r < group->size(); ++r) v[i] += all[size_t(r) * v.size() + i];
+    }
+  };
+  if (sequence_parallel_) add_over(tp_);
+  add_over(cp_);
+  add_over(pp_);
+  add_over(dp_);
+  return v;
+}
+
 double GridSums::norm_of_units(std::vector<double> parts) const {
   const size_t U = parts.size();
   auto add_over = [&](Communicator* group) {

@@ -38,6 +38,8 @@ class GridSums {
   double over_slices(double local) const;  // Σ over tp with sequence parallelism, then over cp
   double over_stages(double local) const;  // Σ over pp
   double over_ranks(double local) const;   // over_slices, over_stages, then Σ over dp
+  // The same sums, element by element (one gather per axis).
+  std::vector<double> over_ranks(std::vector<double> local) const;
   // √(Σ over units of the unit's Σ g², each unit's parts added over tp, shard, pp).
   double norm_of_units(std::vector<double> unit_sumsq) const;
   // The replicated tensors' gradients in [lo, hi) of the flat layout, summed over tp (the same on every tp

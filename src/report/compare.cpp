@@ -38,7 +38,8 @@ int compare_runs(const std::string& ref_dir, const std::string& run_dir, double 
   // Every number a step logged is compared, not the loss alone: a gradient norm or a validation loss can
   // differ where the loss does not (clipping hides a wrongly scaled gradient from the loss; evaluation runs
   // code training does not).
-  const char* kColumns[] = {"loss", "grad_norm", "val_loss"};
+  // A model with experts adds its router's columns (train/moe_load.h): the same routing, the same numbers.
+  const char* kColumns[] = {"loss", "grad_norm", "val_loss", "aux_loss", "z_loss", "imbalance", "dropped"};
   std::map<long, const std::vector<double>*> run_rows;
   for (const auto& row : run.rows) run_rows[std::lround(row[0])] = &row;
   struct Shared {

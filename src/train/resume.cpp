@@ -43,6 +43,9 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
   for (const std::string& e :
        {same(m.layers == c.layers && m.hidden == c.hidden && m.heads == c.heads && m.seq == c.seq && m.vocab == c.vocab,
              "the model shape (--layers/--hidden/--heads/--seq/--vocab)"),
+        same(m.moe.experts == c.moe.experts &&
+                 (!m.moe.on() || (m.moe.every == c.moe.every && m.moe.width(m.hidden) == c.moe.width(c.hidden))),
+             "the experts (--moe-experts/--moe-every/--moe-ffn)"),
         same(r.dtype == k.dtype && r.mixed == k.mixed && r.grad_accum == k.grad_accum && r.master == k.master,
              "the precision (--dtype/--mixed/--grad-accum-dtype/--master)"),
         same(r.optimizer == k.optimizer && r.keeps(Mem::momentum) == k.keeps(Mem::momentum), "--optimizer")})

@@ -20,8 +20,9 @@ namespace shardlab {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string> kRunOutputFiles = {"config.json", "config.toml", "loss.csv",    "loss.svg",
-                                                  "ledger.json", "trace.json",  "schedule.svg"};
+const std::vector<std::string> kRunOutputFiles = {"config.json",  "config.toml",  "loss.csv",
+                                                  "loss.svg",     "ledger.json",  "trace.json",
+                                                  "schedule.svg", "moe_load.csv", "moe_load.svg"};
 
 std::string new_run_id() {
   std::time_t now = std::time(nullptr);
@@ -70,6 +71,7 @@ const char* kHow = "give a new directory, or --overwrite to replace them";
 bool run_writes(const TrainConfig& cfg, const std::string& f) {
   if (f == "trace.json") return cfg.outputs.trace;
   if (f == "schedule.svg") return cfg.layout.pp > 1;
+  if (f == "moe_load.csv" || f == "moe_load.svg") return cfg.model.moe.on();
   return true;
 }
 
@@ -84,7 +86,8 @@ std::string check_out(const TrainConfig& cfg, int64_t resume_step) {
   std::vector<std::string> present;
   for (const std::string& f : kRunOutputFiles) {
     if (!fs::exists(dir / f, ec) && !fs::is_symlink(dir / f, ec)) continue;
-    if (std::string why = owned_file_problem((dir / f).string(), f == "loss.csv"); !why.empty()) {
+    if (std::string why = owned_file_problem((dir / f).string(), f == "loss.csv" || f == "moe_load.csv");
+        !why.empty()) {
       if (!run_writes(cfg, f)) continue;  // not this run's to write, nor shardlab's to remove
       return "--out " + cfg.outputs.out + ": " + why + "; shardlab never replaces it, --overwrite or not: give a new " +
              "directory or move the file away";

@@ -38,16 +38,25 @@ void RunOutputs::begin(const std::string& header) {
   // shardlab wrote it, left alone if somebody else did (io/owned_files.h; the claim refused the run if it
   // writes one of them itself).
   for (const char* f : {"/trace.json", "/schedule.svg"}) remove_owned_file(cfg_.outputs.out + f);
+  if (!cfg_.model.moe.on())  // nor would an earlier run's expert load
+    for (const char* f : {"/moe_load.csv", "/moe_load.svg"}) remove_owned_file(cfg_.outputs.out + f);
   nlohmann::json config = cfg_.to_json();
   config["run_id"] = cfg_.run_id;
   write_owned_file(cfg_.outputs.out + "/config.json", config.dump(2) + "\n");
   write_owned_file(cfg_.outputs.out + "/config.toml", cfg_.to_toml());
-  log_ = std::make_unique<LossLog>(cfg_.outputs.out + "/loss.csv", cfg_.recipe.f64(),
-                                   own ? static_cast<int>(resume_step_) : 0);
+  const int kept = own ? static_cast<int>(resume_step_) : 0;
+  const bool moe = cfg_.model.moe.on();
+  log_ = std::make_unique<LossLog>(cfg_.outputs.out + "/loss.csv", cfg_.recipe.f64(), kept,
+                                   moe ? kMoeLossColumns : std::vector<std::string>{});
+  if (moe)
+    moe_log_ = std::make_unique<LossLog>(cfg_.outputs.out + "/moe_load.csv", cfg_.recipe.f64(), kept,
+                                         std::vector<std::string>{}, moe_load_header(cfg_.model.moe.experts));
 }
 
 void RunOutputs::step_done(const StepStats& s) {
-  if (log_) log_->row(s.step, s.loss, s.grad_norm, s.lr, s.ms, s.val_loss);
+  if (log_)
+    log_->row(s.step, s.loss, s.grad_norm, s.lr, s.ms, s.val_loss, s.moe ? s.moe->columns() : std::vector<double>{});
+  if (moe_log_ && s.moe) moe_log_->line(s.step, moe_load_rows(s.step, *s.moe));
   progress_.step(s.step, s.loss, s.val_loss);
   last_loss_ = s.loss;
   if (s.val_loss) last_val_ = s.val_loss;
@@ -68,6 +77,8 @@ void RunOutputs::finish(const RunLayout& layout, size_t params) {
   nlohmann::json ledger;
   if (!cfg_.outputs.out.empty()) {
     if (root_) write_owned_file(cfg_.outputs.out + "/loss.svg", plot_runs({cfg_.outputs.out}, "loss"));
+    if (root_ && moe_log_)
+      write_owned_file(cfg_.outputs.out + "/moe_load.svg", moe_load_svg(cfg_.outputs.out + "/moe_load.csv"));
     std::vector<SchedulePanel> schedule;
     ledger = write_ledger_file(cfg_.outputs.out + "/ledger.json", cfg_, params, layout, ledgers_.memory, ledgers_.comm,
                                ledgers_.comm_eval, ledgers_.comm_checkpoint, world_, &schedule);
@@ -80,8 +91,9 @@ void RunOutputs::finish(const RunLayout& layout, size_t params) {
   if (!cfg_.outputs.out.empty()) {
     const std::string trace =
         ledgers_.trace.enabled() ? " and " + cfg_.outputs.out + "/trace.json (open in ui.perfetto.dev)" : "";
-    std::printf("wrote %s/loss.csv, loss.svg, config.toml%s and ledger.json%s\n", cfg_.outputs.out.c_str(),
-                ledger.contains("pipeline") ? ", schedule.svg" : "", trace.c_str());
+    std::printf("wrote %s/loss.csv, loss.svg, config.toml%s%s and ledger.json%s\n", cfg_.outputs.out.c_str(),
+                ledger.contains("pipeline") ? ", schedule.svg" : "", moe_log_ ? ", moe_load.csv, moe_load.svg" : "",
+                trace.c_str());
   }
   if (!cfg_.outputs.save.empty())
     std::printf("checkpoint %s/latest -> %s\n", cfg_.outputs.save.c_str(), step_dir_name(cfg_.run.steps).c_str());

@@ -17,6 +17,7 @@
 #include "core/ledger.h"
 #include "io/loss_log.h"
 #include "report/progress.h"
+#include "train/moe_load.h"
 #include "train/run_report.h"
 #include "train/train_config.h"
 
@@ -36,6 +37,7 @@ struct StepStats {
   int step;
   double loss, grad_norm, lr, ms;
   std::optional<double> val_loss;
+  std::optional<MoeStepLoad> moe;  // a model with experts: what they were routed (train/moe_load.h)
 };
 
 class RunOutputs {
@@ -59,8 +61,8 @@ class RunOutputs {
   std::function<void(int64_t)> save_;
   bool root_;
   Progress progress_;
-  std::unique_ptr<LossLog> log_;
-  double last_loss_ = std::nan("");  // no step yet
+  std::unique_ptr<LossLog> log_, moe_log_;  // loss.csv; moe_load.csv (a model with experts)
+  double last_loss_ = std::nan("");         // no step yet
   std::optional<double> last_val_;
 };
 

@@ -24,6 +24,16 @@ void model_flags(Flags& f, TrainConfig& c) {
   f.add("--seq", c.model.seq, "sequence length T");
   f.add("--vocab", c.model.vocab, "vocabulary size (tokens are bytes)");
   f.add("--dropout", c.model.dropout, "dropout probability");
+  f.group("Mixture of experts");
+  MoeConfig& m = c.model.moe;
+  f.add("--moe-experts", m.experts, "experts E in place of the MLP of every --moe-every-th block (0: dense MLPs)");
+  f.add("--moe-top-k", m.top_k, "experts per token k (gates renormalised over the k chosen)");
+  f.add("--moe-every", m.every, "MoE in blocks l with l % n == 0 (1: every block)");
+  f.add("--moe-ffn", m.ffn, "each expert's MLP width (0: 4·hidden)");
+  f.add("--moe-capacity", m.capacity,
+        "keep at most ceil(seq·k/E·factor) slots per expert per sample, dropping later positions (0: dropless)");
+  f.add("--moe-aux-loss", m.aux_loss, "α of the load-balancing loss α·E·Σ f_i·P_i per sample and MoE block");
+  f.add("--moe-z-loss", m.z_loss, "β of the router z-loss β·mean(logsumexp(logits)²) per MoE block");
 }
 
 void precision_flags(Flags& f, TrainConfig& c) {
@@ -158,6 +168,10 @@ std::string validate_train_config(const TrainConfig& c) {
            " runs ring attention: flash attention's online softmax over key blocks that arrive from the other cp "
            "ranks; the naive kernel needs each query's whole row of s scores on one rank, which no cp rank holds — "
            "add --attention flash";
+  if (c.model.moe.on() && (l.cp > 1 || l.sequence_parallel))
+    return std::string(l.cp > 1 ? "--cp" : "--sequence-parallel") +
+           " splits a sample's tokens over ranks, but --moe-experts routes each sample's tokens as one group (its "
+           "capacity and its load-balancing loss): run the experts without it";
   if (std::string why = pipeline_problem(c.model.layers, l.pp, l.virtual_stages, l.schedule, l.pp_layers); !why.empty())
     return why;
   if (!(l.bucket_mb > 0)) return "--bucket-mb must be positive";

@@ -73,6 +73,16 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
   h += "\nlayout: " + std::to_string(W) + (W > 1 ? " ranks, " : " rank, ") + axes + "; " + std::to_string(accum) +
        (accum > 1 ? " micro-batches of " : " micro-batch of ") + std::to_string(cfg.micro_batch) + " per rank per step";
   if (l.cp > 1) h += "\ntokens: " + context_tokens_text(cfg.model.seq, l.cp, l.cp_split);
+  if (const MoeConfig& m = cfg.model.moe; m.on()) {
+    const int slots = m.slots_per_sample(cfg.model.seq);
+    char coefs[96];
+    std::snprintf(coefs, sizeof coefs, "load-balancing loss α = %g, z-loss β = %g", m.aux_loss, m.z_loss);
+    h += "\nexperts: " + std::to_string(m.experts) + " in " +
+         (m.every == 1 ? std::string("every block") : "blocks l with l % " + std::to_string(m.every) + " = 0") +
+         ", top-" + std::to_string(m.top_k) + ", width " + std::to_string(m.width(cfg.model.hidden)) + ", " +
+         (slots ? "at most " + std::to_string(slots) + " slots per expert per sample" : std::string("dropless")) +
+         "; " + coefs;
+  }
   h += "\ncompute: " + build_arch() + " build; " + blas_kernel().describe();
   return h + "\nmemory: " + memory_need_text(cfg, grid.world_size()) + ", estimated";
 }
@@ -148,7 +158,19 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     };
     const double local_loss = pipeline.run(schedule[stage], engine, accum, loss_scale, micro_batches, true,
                                            [&](bool last) { engine.begin_backward(last); });
-    if (step == cfg.run.steps) last_slots = pipeline.measured();  // the last step's timeline (for the picture)
+    if (step == cfg.run.steps) last_slots = pipeline.measured();
+    std::optional<MoeStepLoad> moe;  // what the experts were routed, over every rank's samples
+    if (cfg.model.moe.on()) {
+      MoeStats mine;
+      for (ModelChunk<T>* c : chunk_ptrs) {
+        const MoeStats s = c->take_moe_stats();
+        mine.aux += s.aux, mine.z += s.z, mine.dropped += s.dropped;
+        if (mine.load.size() < s.load.size()) mine.load.resize(s.load.size());
+        for (size_t l = 0; l < s.load.size(); ++l)
+          if (!s.load[l].empty()) mine.load[l] = s.load[l];
+      }
+      moe = step_moe_load(cfg.model, mine, engine.sums(), cfg.global_batch);
+    }  // the last step's timeline (for the picture)
     engine.finish_gradients();
     const double loss = engine.sums().over_ranks(local_loss) / tokens_per_step;
     if (!std::isfinite(loss)) {
@@ -180,7 +202,7 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
       ledgers.memory.pause_items(false);
       engine.set_comm_ledger(&ledgers.comm);
     }
-    outputs.step_done({step, loss, gnorm, lr, ms, val});
+    outputs.step_done({step, loss, gnorm, lr, ms, val, moe});
   }
   RunLayout done{engine.strategy(), dp,     pl.ranks_per_node,
                  engine.shards(),   accum,  cfg.run.steps - static_cast<int>(resume_step),

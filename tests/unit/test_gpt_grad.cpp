@@ -14,7 +14,8 @@ using namespace shardlab;
 
 namespace {
 
-double model_rel_error(double dropout) {
+// moe: two of the blocks' MLPs become 4 experts, top-2, with both router losses and (capacity) drops.
+double model_rel_error(double dropout, bool moe = false, double capacity = 0) {
   GPTConfig cfg;
   cfg.layers = 2;
   cfg.hidden = 8;
@@ -22,6 +23,7 @@ double model_rel_error(double dropout) {
   cfg.seq = 5;
   cfg.vocab = 11;
   cfg.dropout = dropout;
+  if (moe) cfg.moe = MoeConfig{4, 2, 1, 6, capacity, 0.3, 0.2};
   ParamLayout layout(cfg);
   MemoryLedger ledger;
   const int B = 2, N = B * cfg.seq;
@@ -37,7 +39,12 @@ double model_rel_error(double dropout) {
   }
   DropoutContext dc{11, 4, 2};
   const double scale = 1.0 / N;
-  auto loss = [&]() { return model.forward(P.data(), in.data(), tg.data(), true, dc) * scale; };
+  // The objective: the mean token loss plus the router losses, weighted as training weights them (model_chunk.h).
+  auto loss = [&]() {
+    const double ce = model.forward(P.data(), in.data(), tg.data(), true, dc) * scale;
+    const MoeStats s = model.chunk().take_moe_stats();
+    return ce + cfg.moe.aux_loss * cfg.seq * scale * s.aux + cfg.moe.z_loss * scale * s.z;
+  };
   loss();
   model.backward(G.data(), P.data(), scale);
   double worst = 0.0;
@@ -70,4 +77,10 @@ TEST_CASE("GPT backward matches finite differences (f64)", "[grad]") { CHECK(mod
 
 TEST_CASE("GPT backward matches finite differences with dropout (f64)", "[grad]") {
   CHECK(model_rel_error(0.25) <= 1e-6);
+}
+
+TEST_CASE("GPT with experts: backward matches finite differences, router losses and drops included (f64)",
+          "[grad][moe]") {
+  CHECK(model_rel_error(0.0, true) <= 1e-6);
+  CHECK(model_rel_error(0.25, true, 0.6) <= 1e-6);
 }

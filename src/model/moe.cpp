@@ -1,0 +1,143 @@
+// The mixture-of-experts MLP's forward and backward (see moe.h).
+#include "model/moe.h"
+
+#include <cstring>
+
+#include "model/gelu.h"
+#include "model/linear.h"
+
+namespace shardlab {
+
+namespace {
+
+// Local expert e's weights (P: const T* or T*) and its rows [a, a + rows) of the experts' side.
+template <class P>
+struct Expert {
+  int a, rows;
+  P w1, b1, w2, b2;
+};
+template <class P>
+Expert<P> expert(const MoeWeights<P>& w, const ExpertRows& rows, int e, int C, int F) {
+  int a = 0;
+  for (int i = 0; i < e; ++i) a += rows.of_expert(i);
+  return {a,
+          rows.of_expert(e),
+          w.w1 + size_t(e) * F * C,
+          w.b1 + size_t(e) * F,
+          w.w2 + size_t(e) * C * F,
+          w.b2 + size_t(e) * C};
+}
+
+// The kept slots per expert, all E of them, from the router's list.
+template <class T>
+std::vector<int> kept_per_expert(const MoeRouting<T>& r) {
+  std::vector<int> n(r.E);
+  for (int e = 0; e < r.E; ++e) n[e] = r.first(e + 1) - r.first(e);
+  return n;
+}
+
+}  // namespace
+
+template <class T>
+void moe_forward(T* out, MoeRecord<T>& rec, const T* x, const MoeWeights<const T*>& w, const MoeShape& s,
+                 ExpertExchange<T>& exchange, MemoryLedger& ledger) {
+  const MoeDims& d = s.d;
+  const int C = d.C, k = d.k, F = s.F;
+  MoeRouting<T>& r = rec.routing;
+  {
+    Buffer<T> logits(ledger, Mem::workspace, size_t(d.R) * d.E, 0, nullptr, false);
+    moe_route(r, logits.data(), x, w.wr, d, ledger);
+  }
+  const int n = r.kept;
+  // Dispatch: the kept slots' rows in the list's order, to the experts.
+  Buffer<T> xs(ledger, Mem::workspace, size_t(n) * C, 0, nullptr, false);
+  const int32_t* list = r.list();
+  for (int q = 0; q < n; ++q) std::memcpy(xs.data() + size_t(q) * C, x + size_t(list[q] / k) * C, C * sizeof(T));
+  rec.rows = exchange.counts(kept_per_expert(r).data(), d.E);
+  const int m = rec.rows.rows();
+  rec.expert_in = Buffer<T>(ledger, Mem::activation, size_t(m) * C, 0, "block.moe.expert_in", false);
+  rec.pre = Buffer<T>(ledger, Mem::activation, size_t(m) * F, 0, "block.moe.pre", false);
+  rec.act = Buffer<T>(ledger, Mem::activation, size_t(m) * F, 0, "block.moe.act", false);
+  exchange.to_experts(xs.data(), n, rec.expert_in.data(), rec.rows, C);
+  xs.reset();
+  // The experts, one GEMM pair each over all the rows it received.
+  Buffer<T> ys(ledger, Mem::workspace, size_t(m) * C, 0, nullptr, false);
+  for (int e = 0; e < s.local; ++e) {
+    const Expert<const T*> ex = expert(w, rec.rows, e, C, F);
+    if (ex.rows == 0) continue;
+    const size_t a = ex.a;
+    linear_forward(rec.pre.data() + a * F, rec.expert_in.data() + a * C, ex.w1, ex.b1, ex.rows, C, F);
+    gelu_forward(rec.act.data() + a * F, rec.pre.data() + a * F, size_t(ex.rows) * F);
+    linear_forward(ys.data() + a * C, rec.act.data() + a * F, ex.w2, ex.b2, ex.rows, F, C);
+  }
+  // Combine: the outputs back in the list's order, then each token's slots in slot order.
+  rec.slot_out = Buffer<T>(ledger, Mem::activation, size_t(n) * C, 0, "block.moe.slot_out", false);
+  exchange.to_slots(ys.data(), rec.rows, rec.slot_out.data(), n, C);
+  std::memset(static_cast<void*>(out), 0, size_t(d.R) * C * sizeof(T));
+  const int32_t* row = r.row();
+  for (int t = 0; t < d.R; ++t)
+    for (int j = 0; j < k; ++j) {
+      const int slot = t * k + j, q = row[slot];
+      if (q < 0) continue;
+      VecMap<T>(out + size_t(t) * C, C) += r.gate[slot] * ConstVecMap<T>(rec.slot_out.data() + size_t(q) * C, C);
+    }
+}
+
+template <class T>
+void moe_backward(T* d_x, const MoeWeights<T*>& g, const T* d_out, const MoeRecord<T>& rec, const T* x,
+                  const MoeWeights<const T*>& w, const MoeShape& s, T aux_weight, T z_weight,
+                  ExpertExchange<T>& exchange, MemoryLedger& ledger) {
+  const MoeDims& d = s.d;
+  const int C = d.C, k = d.k, R = d.R, F = s.F;
+  const MoeRouting<T>& r = rec.routing;
+  const int n = r.kept, m = rec.rows.rows();
+  // Combine's backward: each kept slot's output gradient gate·d_out and its gate's gradient d_out·y.
+  Buffer<T> d_slots(ledger, Mem::workspace, size_t(n) * C, 0, nullptr, false);
+  Buffer<T> d_gate(ledger, Mem::workspace, size_t(R) * k, 0, nullptr, true);
+  const int32_t* row = r.row();
+  for (int slot = 0; slot < R * k; ++slot) {
+    const int q = row[slot];
+    if (q < 0) continue;
+    ConstVecMap<T> dout(d_out + size_t(slot / k) * C, C);
+    VecMap<T>(d_slots.data() + size_t(q) * C, C) = r.gate[slot] * dout;
+    d_gate[slot] = dout.dot(ConstVecMap<T>(rec.slot_out.data() + size_t(q) * C, C));
+  }
+  // To the experts, their backward, and back.
+  Buffer<T> d_ys(ledger, Mem::workspace, size_t(m) * C, 0, nullptr, false);
+  exchange.to_experts(d_slots.data(), n, d_ys.data(), rec.rows, C);
+  Buffer<T> d_act(ledger, Mem::workspace, size_t(m) * F, 0, nullptr, false);
+  Buffer<T> d_pre(ledger, Mem::workspace, size_t(m) * F, 0, nullptr, false);
+  Buffer<T> d_in(ledger, Mem::workspace, size_t(m) * C, 0, nullptr, false);
+  for (int e = 0; e < s.local; ++e) {
+    const Expert<const T*> ex = expert(w, rec.rows, e, C, F);
+    const Expert<T*> gx = expert(g, rec.rows, e, C, F);
+    if (ex.rows == 0) continue;
+    const size_t a = ex.a;
+    linear_backward(d_act.data() + a * F, gx.w2, gx.b2, d_ys.data() + a * C, rec.act.data() + a * F, ex.w2, ex.rows, F,
+                    C);
+    gelu_backward(d_pre.data() + a * F, d_act.data() + a * F, rec.pre.data() + a * F, size_t(ex.rows) * F);
+    linear_backward(d_in.data() + a * C, gx.w1, gx.b1, d_pre.data() + a * F, rec.expert_in.data() + a * C, ex.w1,
+                    ex.rows, C, F);
+  }
+  exchange.to_slots(d_in.data(), rec.rows, d_slots.data(), n, C);  // d_slots now: each slot's input gradient
+  // The router's backward writes d_x; then each kept slot's input gradient, in the list's order.
+  {
+    Buffer<T> d_logits(ledger, Mem::workspace, size_t(R) * d.E, 0, nullptr, false);
+    moe_route_backward(d_x, g.wr, d_logits.data(), d_gate.data(), r, x, w.wr, d, aux_weight, z_weight);
+  }
+  const int32_t* list = r.list();
+  for (int q = 0; q < n; ++q)
+    VecMap<T>(d_x + size_t(list[q] / k) * C, C) += ConstVecMap<T>(d_slots.data() + size_t(q) * C, C);
+}
+
+#define SHARDLAB_MOE(T)                                                                                   \
+  template void moe_forward<T>(T*, MoeRecord<T>&, const T*, const MoeWeights<const T*>&, const MoeShape&, \
+                               ExpertExchange<T>&, MemoryLedger&);                                        \
+  template void moe_backward<T>(T*, const MoeWeights<T*>&, const T*, const MoeRecord<T>&, const T*,       \
+                                const MoeWeights<const T*>&, const MoeShape&, T, T, ExpertExchange<T>&,   \
+                                MemoryLedger&);
+SHARDLAB_MOE(float)
+SHARDLAB_MOE(double)
+#undef SHARDLAB_MOE
+
+}  // namespace shardlab

@@ -1,0 +1,43 @@
+// What a step's experts were given (claim C25: routing depends on the input, so load is uneven), summed over
+// every rank that routed tokens, as the run's outputs show it:
+//   loss.csv     aux_loss   the load-balancing loss E·Σ f_i·P_i, the mean over the step's samples and MoE blocks
+//                           (1 when every expert gets as many slots as it is given probability; E at worst);
+//                z_loss     logsumexp(logits)², the mean over the step's tokens and MoE blocks;
+//                imbalance  max/mean of the slots per expert, the mean over the MoE blocks (1 = even);
+//                dropped    slots capacity dropped in the step;
+//   moe_load.csv one row per step and MoE block: step, layer, imbalance, then the slots each expert was routed
+//                (before capacity) over the whole global batch;
+//   moe_load.svg each expert's share of the step's slots over the steps (all MoE blocks together).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/block.h"
+#include "model/config.h"
+#include "parallel/grid_sums.h"
+
+namespace shardlab {
+
+struct MoeStepLoad {
+  double aux_loss = 0, z_loss = 0, imbalance = 0, dropped = 0;
+  std::vector<int> layers;                // the MoE blocks
+  std::vector<std::vector<double>> load;  // per MoE block: slots routed to each expert
+  std::vector<double> columns() const { return {aux_loss, z_loss, imbalance, dropped}; }
+};
+
+extern const std::vector<std::string> kMoeLossColumns;  // aux_loss, z_loss, imbalance, dropped
+
+// max/mean of one block's slots per expert (1 for an even load; 0 when nothing was routed).
+double load_imbalance(const std::vector<double>& slots);
+
+// Collective over the grid: the step's statistics of this rank's chunks (MoeStats, summed over them) added over
+// the ranks that hold other samples or other blocks. samples: the global batch.
+MoeStepLoad step_moe_load(const GPTConfig& model, const MoeStats& mine, const GridSums& sums, int samples);
+
+std::string moe_load_header(int experts);
+// The step's rows of moe_load.csv (no trailing newline), numbers as `fmt` prints them.
+std::string moe_load_rows(int step, const MoeStepLoad& s);
+// moe_load.csv's rows as each expert's share of its step's slots, one line per expert.
+std::string moe_load_svg(const std::string& csv_path);
+
+}  // namespace shardlab
