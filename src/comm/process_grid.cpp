@@ -57,14 +57,25 @@ ProcessGrid::ProcessGrid(GridSizes sizes, int ranks_per_node, CommLedger* ledger
     for (Axis b : kOrder) color = color * size(b) + (b == a ? 0 : coord(b));
     axes_[idx(a)] = std::make_unique<Communicator>(world_.split(color, coord(a), a));
   }
-  if (sizes_.cp > 1) {  // the gradient group: dp × cp, in (dp, cp) order, booked as dp's traffic
+  // The gradient groups, booked as dp's traffic: dense parameters over dp × cp × ep in (dp, cp, ep) order,
+  // experts over dp × cp.
+  const int dp_cp = coord(Axis::dp) * sizes_.cp + coord(Axis::cp);
+  if (sizes_.cp > 1 || sizes_.ep > 1) {
+    const int color = coord(Axis::pp) * size(Axis::tp) + coord(Axis::tp);
+    grad_group_ = std::make_unique<Communicator>(world_.split(color, dp_cp * sizes_.ep + coord(Axis::ep), Axis::dp));
+  }
+  if (sizes_.cp > 1 && sizes_.ep > 1) {
     const int color = (coord(Axis::pp) * size(Axis::ep) + coord(Axis::ep)) * size(Axis::tp) + coord(Axis::tp);
-    grad_group_ =
-        std::make_unique<Communicator>(world_.split(color, coord(Axis::dp) * sizes_.cp + coord(Axis::cp), Axis::dp));
+    expert_grad_group_ = std::make_unique<Communicator>(world_.split(color, dp_cp, Axis::dp));
   }
 }
 
 Communicator& ProcessGrid::grad_group() { return grad_group_ ? *grad_group_ : comm(Axis::dp); }
+
+Communicator& ProcessGrid::expert_grad_group() {
+  if (sizes_.ep == 1) return grad_group();
+  return expert_grad_group_ ? *expert_grad_group_ : comm(Axis::dp);
+}
 
 int ProcessGrid::size(Axis a) const {
   switch (a) {

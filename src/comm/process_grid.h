@@ -39,7 +39,10 @@ class ProcessGrid {
   // The ranks that hold the same parameters and add their gradients: the dp group, or with context parallelism
   // dp × cp (every cp rank saw other tokens of the same samples; Megatron's data-and-context group). Data
   // parallelism's rings, ZeRO's and FSDP's shards run over it; booked as dp traffic.
+  // With expert parallelism the ep ranks hold other samples too: the group is dp × cp × ep for the dense
+  // parameters, and each expert's parameters, which live on one ep rank, reduce over expert_grad_group() = dp × cp.
   Communicator& grad_group();
+  Communicator& expert_grad_group();
   // FSDP hybrid: members of my gradient group on my node, and the members with my node-local index on every node.
   // Throws std::invalid_argument when the dp group does not spread evenly over ≥ 2 nodes.
   Communicator& dp_in_node();
@@ -54,7 +57,7 @@ class ProcessGrid {
   bool simulated_ = false;
   GridCoords coords_;
   std::vector<std::unique_ptr<Communicator>> axes_;  // indexed by Axis (world slot unused)
-  std::unique_ptr<Communicator> grad_group_, dp_in_node_, dp_across_nodes_;
+  std::unique_ptr<Communicator> grad_group_, expert_grad_group_, dp_in_node_, dp_across_nodes_;
 };
 
 }  // namespace shardlab

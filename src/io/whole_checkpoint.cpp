@@ -45,7 +45,8 @@ std::vector<int> slice_holders(ProcessGrid& grid) {
                         grid.size(Axis::ep)};
   std::vector<int> holders;
   for (int p = 0; p < sizes.pp; ++p)
-    for (int t = 0; t < sizes.tp; ++t) holders.push_back(rank_of_coords(sizes, GridCoords{0, p, 0, 0, t}));
+    for (int e = 0; e < sizes.ep; ++e)
+      for (int t = 0; t < sizes.tp; ++t) holders.push_back(rank_of_coords(sizes, GridCoords{0, p, 0, e, t}));
   return holders;
 }
 
@@ -70,7 +71,7 @@ void assemble_whole(DataParallel<T>& engine, const GPTConfig& model, const Paral
   const PipelinePartition part = partition_layers(model.layers, pp, pl.virtual_stages, pl.pp_layers);
   auto layout_of = [&](int w) {
     const GridCoords c = grid.coords_of(w);
-    return ParamLayout(model, pl.slice(c.tp), part.held_units(c.pp));
+    return ParamLayout(model, pl.slice(c.tp, 0, c.ep), part.held_units(c.pp));
   };
   const ParamLayout whole(model);
   for (size_t i = 0; i < stores.size(); ++i) {
@@ -104,7 +105,8 @@ void save_whole_checkpoint(DataParallel<T>& engine, const GPTConfig& model, cons
   MemoryLedger& ledger = engine.ledger();
   Kept<T> keep;
   NamedStores<T> stores = gather_shards(engine, ledger, keep);
-  if (grid.size(Axis::tp) > 1 || grid.size(Axis::pp) > 1) {  // every stage's and tp rank's slices, whole on rank 0
+  if (grid.size(Axis::tp) > 1 || grid.size(Axis::pp) > 1 ||
+      grid.size(Axis::ep) > 1) {  // every stage's, tp rank's and ep rank's slices, whole on rank 0
     if (grid.coord(Axis::dp) == 0 && grid.coord(Axis::cp) == 0)
       assemble_whole(engine, model, layout, ledger, stores, keep);
     if (grid.world_rank() == 0) save_train_checkpoint(dir, step, record, ParamLayout(model), stores);

@@ -13,10 +13,12 @@
 
 namespace shardlab {
 
-// The rows this rank's experts compute: count[s·local + e] came from source rank s for local expert e.
+// The rows this rank's experts compute: count[s·local + e] came from source rank s for local expert e; and
+// the rows of this rank's slots that went to each rank's experts, sent[j] (in the list's order).
 struct ExpertRows {
   int sources = 1, local = 0;
   std::vector<int> count;
+  std::vector<int> sent;
   int from(int s, int e) const { return count[size_t(s) * local + e]; }
   int of_expert(int e) const {
     int n = 0;
@@ -36,7 +38,9 @@ class ExpertExchange {
   virtual ~ExpertExchange() = default;
   // per_expert (E): this rank's kept slots per expert (all E experts, in order).
   virtual ExpertRows counts(const int* per_expert, int E) {
-    return ExpertRows{1, E, std::vector<int>(per_expert, per_expert + E)};
+    ExpertRows rows{1, E, std::vector<int>(per_expert, per_expert + E), {}};
+    rows.sent = {rows.rows()};
+    return rows;
   }
   // slot_rows (n, C) → expert_rows (m, C), laid out as `rows` says.
   virtual void to_experts(const T* slot_rows, int n, T* expert_rows, const ExpertRows& rows, int C) {

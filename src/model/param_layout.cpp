@@ -68,6 +68,7 @@ ParamLayout::ParamLayout(const GPTConfig& cfg, const ModelSlice& slice, const st
         b.experts_proj_w =
             add(p + "moe.experts.proj.weight", {El, C, FE}, Init::normal_residual, true, mine, {E, C, FE});
         b.experts_proj_b = add(p + "moe.experts.proj.bias", {El, C}, Init::zeros, false, mine, {E, C});
+        for (size_t i = tensors_.size() - 4; i < tensors_.size(); ++i) tensors_[i].expert = true;
         // per token: attention's 4C²/t, the router's E·C, k experts' 2·C·F
         matmul_params_ += static_cast<size_t>(4 * C * C / t + E * C + cfg.moe.top_k * 2 * C * FE);
       }

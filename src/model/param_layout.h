@@ -42,7 +42,8 @@ struct TensorSpec {
   size_t offset = 0;  // elements from the start of the flat buffer
   size_t numel = 0;
   Init init = Init::zeros;
-  bool decay = false;  // weight decay applies to matrices (and embeddings), not to biases or LN
+  bool decay = false;   // weight decay applies to matrices (and embeddings), not to biases or LN
+  bool expert = false;  // an expert's tensor (a MoE block's experts): with expert parallelism, on one ep rank
   bool replicated() const { return slice.dim < 0; }
 };
 

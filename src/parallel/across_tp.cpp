@@ -24,13 +24,18 @@ void DataParallel<T>::reduce_replicated_grads() {
 
 template <class T>
 double DataParallel<T>::unit_grad_sumsq(int unit, size_t lo, size_t hi) const {
-  if (lo >= hi) return 0.0;
-  if (!tp_) return states_->grad_sumsq(lo, hi);
-  const bool replicated_here = tp_->rank() == 0;  // a replicated tensor counts once: on tp rank 0
+  if (!tp_ && !experts_) return lo < hi ? states_->grad_sumsq(lo, hi) : 0.0;
+  const bool replicated_here = !tp_ || tp_->rank() == 0;  // a replicated tensor counts once: on tp rank 0
   double s = 0.0;
-  for (const TensorSpec& t : layout_.tensors())
+  for (const TensorSpec& t : layout_.tensors()) {
+    if (experts_ && t.expert) {  // my experts, whole, once per expert group: the other ep ranks add theirs
+      if (experts_->rank() == 0 && t.offset >= layout_.unit_begin(unit) && t.offset < layout_.unit_end(unit))
+        s += states_->grad_sumsq(t.offset, t.offset + t.numel);
+      continue;
+    }
     if (t.offset < hi && t.offset + t.numel > lo && (!t.replicated() || replicated_here))
       s += states_->grad_sumsq(std::max(lo, t.offset), std::min(hi, t.offset + t.numel));
+  }
   return s;
 }
 

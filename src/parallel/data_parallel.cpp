@@ -24,12 +24,14 @@ DataParallel<T>::DataParallel(const ParallelLayout& settings, const Recipe& reci
   tp_ = grid.size(Axis::tp) > 1 ? &grid.comm(Axis::tp) : nullptr;
   pp_ = grid.size(Axis::pp) > 1 ? &grid.comm(Axis::pp) : nullptr;
   cp_ = grid.size(Axis::cp) > 1 ? &grid.comm(Axis::cp) : nullptr;
+  ep_ = grid.size(Axis::ep) > 1 ? &grid.comm(Axis::ep) : nullptr;
+  experts_ = ep_ ? &grid.expert_grad_group() : nullptr;
   for (int u = 0; u < layout.units(); ++u)
     if (layout.holds(u)) last_held_ = u;  // it also carries the padding
   sequence_parallel_ = tp_ && settings.sequence_parallel;
-  sums_ = std::make_unique<GridSums>(tp_, cp_, pp_, dp_, shard_, sequence_parallel_);
+  sums_ = std::make_unique<GridSums>(tp_, cp_, pp_, dp_, shard_, sequence_parallel_, ep_);
   for (Communicator* c :
-       {dp_, shard_, across_, tp_, pp_, cp_})  // ring receive buffers show as comm_buffer in the ledger
+       {dp_, shard_, across_, tp_, pp_, cp_, ep_, experts_})  // ring receive buffers show as comm_buffer in the ledger
     if (c) c->set_memory_ledger(&ledger);
   shards_ = ShardLayout(layout.total(), shard_->size(), shard_->rank());
   states_ = std::make_unique<ModelStates<T>>(recipe, optimizer, layout, shards_, strategy_, ledger);
@@ -55,7 +57,7 @@ void DataParallel<T>::begin_backward(bool last) {
 
 template <class T>
 void DataParallel<T>::set_comm_ledger(CommLedger* ledger) {
-  for (Communicator* c : {dp_, shard_, across_, tp_, pp_, cp_})
+  for (Communicator* c : {dp_, shard_, across_, tp_, pp_, cp_, ep_, experts_})
     if (c) c->set_ledger(ledger);
 }
 

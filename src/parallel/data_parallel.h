@@ -95,6 +95,14 @@ class DataParallel : public UnitAccess<T> {
   size_t comm_hi(int u) const;  // the last held unit also carries the padding, so units tile [0, Ψ_pad)
   void make_buckets(double bucket_mb);
   void start_bucket(const Bucket& b, bool blocking);
+  // The pieces of [lo, hi) that reduce as one: all of it over the gradient group, or, with expert parallelism,
+  // each run of expert tensors over the experts' group and each run of the rest over the gradient group.
+  struct SyncRange {
+    size_t lo, hi;
+    Communicator* group;
+    std::vector<size_t> counts;
+  };
+  std::vector<SyncRange> sync_ranges(size_t lo, size_t hi) const;
   void finish_unit_grads(UnitGrads& g);
   void start_gather(int unit);
   Gathered& gathered(int unit);
@@ -109,20 +117,22 @@ class DataParallel : public UnitAccess<T> {
   MemoryLedger& ledger_;
   Trace& trace_;
   Strategy strategy_;
-  Communicator* dp_;      // every data-parallel rank: the loss
-  Communicator* shard_;   // the gradient ring and the sharding group (dp, or dp × cp; the node's part for hybrid)
-  Communicator* across_;  // hybrid: the same shard on every node
-  Communicator* tp_;      // tensor-parallel partners (null when tp = 1)
-  Communicator* pp_;      // the other pipeline stages (null when pp = 1)
-  Communicator* cp_;      // context-parallel partners: the loss's other tokens (null when cp = 1)
-  int last_held_ = 0;     // the last unit this rank holds (a stage holds some)
+  Communicator* dp_;       // every data-parallel rank: the loss
+  Communicator* shard_;    // the gradient ring and the sharding group (dp, or dp × cp; the node's part for hybrid)
+  Communicator* across_;   // hybrid: the same shard on every node
+  Communicator* tp_;       // tensor-parallel partners (null when tp = 1)
+  Communicator* pp_;       // the other pipeline stages (null when pp = 1)
+  Communicator* cp_;       // context-parallel partners: the loss's other tokens (null when cp = 1)
+  Communicator* ep_;       // expert-parallel partners: the loss's other samples (null when ep = 1)
+  Communicator* experts_;  // expert parallelism: the ranks that hold my experts, dp × cp (null when ep = 1)
+  int last_held_ = 0;      // the last unit this rank holds (a stage holds some)
   bool sequence_parallel_;
   ShardLayout shards_;
   std::unique_ptr<ModelStates<T>> states_;
   std::unique_ptr<GridSums> sums_;
   bool overlap_, prefetch_, last_backward_ = false;
   std::vector<Bucket> buckets_;
-  std::list<Communicator::Pending> bucket_pending_;
+  std::list<std::pair<Communicator*, Communicator::Pending>> bucket_pending_;
   std::list<UnitGrads> unit_grads_;
   std::map<int, Gathered> gathered_;
   double unit_start_us_ = 0;

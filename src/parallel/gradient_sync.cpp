@@ -32,23 +32,49 @@ void DataParallel<T>::make_buckets(double bucket_mb) {
 }
 
 template <class T>
+std::vector<typename DataParallel<T>::SyncRange> DataParallel<T>::sync_ranges(size_t lo, size_t hi) const {
+  if (!experts_) return {SyncRange{lo, hi, shard_, shards_.counts(lo, hi)}};
+  std::vector<SyncRange> out;  // (expert parallelism runs with replicated states: even chunks, no shards)
+  auto add = [&](size_t a, size_t b, Communicator* group) {
+    if (a >= b) return;
+    if (!out.empty() && out.back().group == group && out.back().hi == a)
+      out.back().hi = b;
+    else
+      out.push_back(SyncRange{a, b, group, {}});
+  };
+  size_t at = lo;
+  for (const TensorSpec& t : layout_.tensors()) {
+    const size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.numel);
+    if (a >= b) continue;
+    add(at, a, shard_);  // (nothing: tensors tile the layout)
+    add(a, b, t.expert ? experts_ : shard_);
+    at = b;
+  }
+  add(at, hi, shard_);  // the padding
+  for (SyncRange& r : out) r.counts = r.group->even_counts(r.hi - r.lo);
+  return out;
+}
+
+template <class T>
 void DataParallel<T>::start_bucket(const Bucket& b, bool blocking) {
   FlatStore<T>& g = states_->grads();
-  const std::vector<size_t> counts = shards_.counts(b.lo, b.hi);
   const bool reduce_scatter = strategy_ == Strategy::zero1;
-  if (blocking) {
+  for (const SyncRange& r : sync_ranges(b.lo, b.hi)) {
+    Communicator& c = *r.group;
+    if (blocking) {
+      if (g.is_bf16())
+        reduce_scatter ? c.reduce_scatter(g.h(r.lo), r.counts) : c.all_reduce(g.h(r.lo), r.counts);
+      else
+        reduce_scatter ? c.reduce_scatter(g.t(r.lo), r.counts) : c.all_reduce(g.t(r.lo), r.counts);
+      continue;
+    }
     if (g.is_bf16())
-      reduce_scatter ? shard_->reduce_scatter(g.h(b.lo), counts) : shard_->all_reduce(g.h(b.lo), counts);
+      bucket_pending_.emplace_back(
+          &c, reduce_scatter ? c.start_reduce_scatter(g.h(r.lo), r.counts) : c.start_all_reduce(g.h(r.lo), r.counts));
     else
-      reduce_scatter ? shard_->reduce_scatter(g.t(b.lo), counts) : shard_->all_reduce(g.t(b.lo), counts);
-    return;
+      bucket_pending_.emplace_back(
+          &c, reduce_scatter ? c.start_reduce_scatter(g.t(r.lo), r.counts) : c.start_all_reduce(g.t(r.lo), r.counts));
   }
-  if (g.is_bf16())
-    bucket_pending_.push_back(reduce_scatter ? shard_->start_reduce_scatter(g.h(b.lo), counts)
-                                             : shard_->start_all_reduce(g.h(b.lo), counts));
-  else
-    bucket_pending_.push_back(reduce_scatter ? shard_->start_reduce_scatter(g.t(b.lo), counts)
-                                             : shard_->start_all_reduce(g.t(b.lo), counts));
 }
 
 template <class T>
@@ -116,7 +142,7 @@ void DataParallel<T>::finish_unit_grads(UnitGrads& g) {
 template <class T>
 void DataParallel<T>::progress() {
   Communicator::progress_all();  // whatever is in flight: rings, gathers, a pipeline's messages
-  for (auto& p : bucket_pending_) shard_->progress(p);
+  for (auto& [c, p] : bucket_pending_) c->progress(p);
   // Finished reductions are added to the shard in the order they started (a unit's micro-batches
   // must be summed in one fixed order), so stop at the first one still in flight.
   for (auto it = unit_grads_.begin(); it != unit_grads_.end() && it->started;) {
@@ -134,7 +160,7 @@ void DataParallel<T>::finish_gradients() {
   if (!is_sharded(strategy_, Mem::grad)) {
     if (!overlap_ || !last_backward_)  // nothing started during backward: sync everything now
       for (const Bucket& b : buckets_) start_bucket(b, true);
-    for (auto& p : bucket_pending_) shard_->wait(p);
+    for (auto& [c, p] : bucket_pending_) c->wait(p);
     bucket_pending_.clear();
   } else {
     for (UnitGrads& g : unit_grads_) {

@@ -21,7 +21,8 @@ double GridSums::over_slices(double local) const {
 double GridSums::over_stages(double local) const { return pp_ ? sum_in_rank_order(*pp_, local) : local; }
 
 double GridSums::over_ranks(double local) const {
-  return sum_in_rank_order(*dp_, over_stages(over_slices(local)));  // the same sum everywhere, every layout
+  const double stages = over_stages(over_slices(local));
+  return sum_in_rank_order(*dp_, ep_ ? sum_in_rank_order(*ep_, stages) : stages);  // the same sum everywhere
 }
 
 std::vector<double> GridSums::over_ranks(std::vector<double> v) const {
@@ -36,6 +37,7 @@ std::vector<double> GridSums::over_ranks(std::vector<double> v) const {
   if (sequence_parallel_) add_over(tp_);
   add_over(cp_);
   add_over(pp_);
+  add_over(ep_);
   add_over(dp_);
   return v;
 }

@@ -4,7 +4,7 @@
 //   loss       Σ over the tp slices (with sequence parallelism each slice holds its positions' part; without,
 //              every tp rank holds the whole value: counted once), then over the cp ranks (each holds its tokens'
 //              part), then over the pipeline stages (only the last computes the loss: the others add exact
-//              zeros), then over the dp ranks.
+//              zeros), then over the ep ranks (other samples), then over the dp ranks.
 //   grad norm  Σ g² of each unit over this rank's part of it, the parts of a unit added over tp, then over the
 //              shard group, then over pp (a unit lives on one stage); then the units added in unit order; √.
 //              The engine (data_parallel.h) computes each unit's part (a replicated tensor on tp rank 0 only).
@@ -31,13 +31,14 @@ class GridSums {
   // Null communicators: the axis has one rank. shard: the ranks a ZeRO/FSDP store is sharded over (= dp, or
   // a node's dp ranks under hybrid).
   // shard is the grid's gradient group (dp × cp with context parallelism) or its node part.
+  // ep: the expert-parallel ranks, which hold other samples (null: one).
   GridSums(Communicator* tp, Communicator* cp, Communicator* pp, Communicator* dp, Communicator* shard,
-           bool sequence_parallel)
-      : tp_(tp), cp_(cp), pp_(pp), dp_(dp), shard_(shard), sequence_parallel_(sequence_parallel) {}
+           bool sequence_parallel, Communicator* ep = nullptr)
+      : tp_(tp), cp_(cp), pp_(pp), dp_(dp), shard_(shard), ep_(ep), sequence_parallel_(sequence_parallel) {}
 
   double over_slices(double local) const;  // Σ over tp with sequence parallelism, then over cp
   double over_stages(double local) const;  // Σ over pp
-  double over_ranks(double local) const;   // over_slices, over_stages, then Σ over dp
+  double over_ranks(double local) const;   // over_slices, over_stages, then Σ over ep, then over dp
   // The same sums, element by element (one gather per axis).
   std::vector<double> over_ranks(std::vector<double> local) const;
   // √(Σ over units of the unit's Σ g², each unit's parts added over tp, shard, pp).
@@ -49,7 +50,7 @@ class GridSums {
                         MemoryLedger& ledger) const;
 
  private:
-  Communicator *tp_, *cp_, *pp_, *dp_, *shard_;
+  Communicator *tp_, *cp_, *pp_, *dp_, *shard_, *ep_;
   bool sequence_parallel_;
 };
 

@@ -31,7 +31,7 @@ plan::MemoryNeed memory_need(const TrainConfig& cfg, int world) {
   run.recipe = cfg.recipe;
   const ParallelLayout& l = cfg.layout;
   run.layout.strategy = l.strategy();
-  const int cp = std::max(1, l.cp), dp = l.dp ? l.dp : world / std::max(1, l.tp * l.pp * cp);
+  const int cp = std::max(1, l.cp), dp = (l.dp ? l.dp : world / std::max(1, l.tp * l.pp * cp * l.ep)) * l.ep;
   run.layout.dp = dp * cp;  // the model states are sharded over the gradient group, dp × cp
   run.tp = static_cast<uint64_t>(std::max(1, l.tp));
   run.sequence_parallel = l.sequence_parallel;

@@ -90,6 +90,9 @@ void add_train_flags(Flags& f, TrainConfig& c) {
   f.add("--cp", c.layout.cp,
         "context-parallel ranks: each holds 1/c of every sample's tokens; K/V go round a ring (needs --attention "
         "flash)");
+  f.add("--ep", c.layout.ep,
+        "expert-parallel ranks: each holds E/ep of every MoE block's experts and its own samples; tokens reach their "
+        "experts by all-to-all (needs --moe-experts)");
   f.choice("--cp-split", c.layout.cp_split, kContextSplitWords,
            "which tokens a cp rank holds: zigzag (chunks r and 2c−1−r: equal causal work) or contiguous");
   f.add(
@@ -168,6 +171,18 @@ std::string validate_train_config(const TrainConfig& c) {
            " runs ring attention: flash attention's online softmax over key blocks that arrive from the other cp "
            "ranks; the naive kernel needs each query's whole row of s scores on one rank, which no cp rank holds — "
            "add --attention flash";
+  if (l.ep < 1) return "--ep must be at least 1";
+  if (l.ep > 1) {
+    const int E = c.model.moe.experts;
+    if (!c.model.moe.on()) return "--ep " + std::to_string(l.ep) + " spreads experts over ranks: add --moe-experts E";
+    if (E % l.ep != 0)
+      return "--moe-experts " + std::to_string(E) + " is not divisible by --ep " + std::to_string(l.ep) +
+             " (every ep rank holds E/ep whole experts)";
+    if (l.tp > 1) return "--ep with --tp is not supported yet: give the experts either ranks of their own or tp";
+    if (l.strategy() != Strategy::dp)
+      return "--ep shards the experts itself; with --zero or --fsdp it is not supported yet (experts and dense "
+             "parameters reduce over different groups)";
+  }
   if (c.model.moe.on() && (l.cp > 1 || l.sequence_parallel))
     return std::string(l.cp > 1 ? "--cp" : "--sequence-parallel") +
            " splits a sample's tokens over ranks, but --moe-experts routes each sample's tokens as one group (its "
@@ -184,11 +199,11 @@ std::string validate_train_config(const TrainConfig& c) {
 
 std::string validate_world(const TrainConfig& cfg, int world) {
   const ParallelLayout& l = cfg.layout;
-  const int tp = l.tp, pp = l.pp, cp = l.cp, others = tp * pp * cp;
+  const int tp = l.tp, pp = l.pp, cp = l.cp, ep = l.ep, others = tp * pp * cp * ep;
   if (!l.dp && world % others != 0) {
     std::string axes;  // the axes given, as they multiply
     int named = 0;
-    for (auto [name, n] : {std::pair<const char*, int>{"pp", pp}, {"cp", cp}, {"tp", tp}})
+    for (auto [name, n] : {std::pair<const char*, int>{"pp", pp}, {"cp", cp}, {"ep", ep}, {"tp", tp}})
       if (n > 1) axes += std::string(named++ ? " × " : "") + name + " " + std::to_string(n);
     axes = named == 1 ? "--" + axes : axes + " = " + std::to_string(others);
     return axes + " does not divide the world of " + ranks(world) + " (mpirun -np a multiple of " +
@@ -196,13 +211,14 @@ std::string validate_world(const TrainConfig& cfg, int world) {
   }
   const int dp = l.dp_size(world);
   if (dp * others != world)
-    return "--dp " + std::to_string(dp) + " × pp " + std::to_string(pp) + " × cp " + std::to_string(cp) +
-           " × ep 1 × tp " + std::to_string(tp) + " = " + std::to_string(dp * others) + ", but the world has " +
-           ranks(world) + " (mpirun -np " + std::to_string(dp * others) + ")";
-  if (cfg.global_batch % (dp * cfg.micro_batch) != 0)
-    return "--global-batch " + std::to_string(cfg.global_batch) +
-           " is not divisible by dp × micro-batch = " + std::to_string(dp) + " × " + std::to_string(cfg.micro_batch);
-  const int m = cfg.global_batch / (dp * cfg.micro_batch);  // micro-batches per step
+    return "--dp " + std::to_string(dp) + " × pp " + std::to_string(pp) + " × cp " + std::to_string(cp) + " × ep " +
+           std::to_string(ep) + " × tp " + std::to_string(tp) + " = " + std::to_string(dp * others) +
+           ", but the world has " + ranks(world) + " (mpirun -np " + std::to_string(dp * others) + ")";
+  if (cfg.global_batch % (dp * ep * cfg.micro_batch) != 0)
+    return "--global-batch " + std::to_string(cfg.global_batch) + " is not divisible by dp × " +
+           (ep > 1 ? "ep × " : "") + "micro-batch = " + std::to_string(dp) + " × " +
+           (ep > 1 ? std::to_string(ep) + " × " : "") + std::to_string(cfg.micro_batch);
+  const int m = cfg.global_batch / (dp * ep * cfg.micro_batch);  // micro-batches per step
   if (l.schedule == ScheduleKind::interleaved && m % pp != 0)
     return "--schedule interleaved runs micro-batches in groups of pp: " + std::to_string(m) +
            " micro-batches per step (global-batch / (dp × micro-batch)) is not a multiple of --pp " +
@@ -236,7 +252,7 @@ std::string validate_world(const TrainConfig& cfg, int world) {
 
 std::string pipeline_bubble_warning(const TrainConfig& cfg, int world) {
   const ParallelLayout& l = cfg.layout;
-  const int p = l.pp, dp = l.dp_size(world), per_rank = cfg.global_batch / dp, m = per_rank / cfg.micro_batch;
+  const int p = l.pp, dp = l.data_ranks(world), per_rank = cfg.global_batch / dp, m = per_rank / cfg.micro_batch;
   if (p <= 1 || m >= p) return "";
   char bubble[32];
   std::snprintf(bubble, sizeof bubble, "%.1f%%", 100 * bubble_formula(l.schedule, p, m, l.virtual_stages));

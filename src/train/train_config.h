@@ -67,7 +67,9 @@ struct TrainConfig {
   }
   int accumulation_steps() const { return global_batch / micro_batch; }
   ActivationPolicy activation_policy() const { return ActivationPolicy{recipe.bf16(), recompute, attention}; }
-  ModelSlice slice(int tp_rank, int cp_rank = 0) const { return layout.slice(tp_rank, cp_rank); }
+  ModelSlice slice(int tp_rank, int cp_rank = 0, int ep_rank = 0) const {
+    return layout.slice(tp_rank, cp_rank, ep_rank);
+  }
   nlohmann::json to_json() const;
   static TrainConfig from_json(const nlohmann::json& j);  // inverse of to_json; throws on a bad config
   std::string to_toml() const;                            // what --config reads

@@ -19,6 +19,7 @@
 #include "optim/lr_schedule.h"
 #include "parallel/context_parallel.h"
 #include "parallel/data_parallel.h"
+#include "parallel/expert_parallel.h"
 #include "parallel/pipeline.h"
 #include "parallel/pipeline_partition.h"
 #include "parallel/schedule.h"
@@ -66,6 +67,9 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
   if (l.cp > 1)
     axes += ", context parallel over " + std::to_string(l.cp) + " (" + word_of(kContextSplitWords, l.cp_split) +
             " split, ring attention)";
+  if (l.ep > 1)
+    axes += ", expert parallel over " + std::to_string(l.ep) + " (" + std::to_string(cfg.model.moe.experts / l.ep) +
+            " experts per rank, each rank its own samples)";
   if (l.pp > 1)
     axes += ", " + std::to_string(l.pp) + " pipeline stages (" + schedule_name(l.schedule) +
             (l.virtual_stages > 1 ? ", " + std::to_string(l.virtual_stages) + " chunks each" : "") + ")";
@@ -91,10 +95,12 @@ template <class T>
 int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) {
   const ParallelLayout& pl = cfg.layout;
   RunLedgers ledgers(cfg.outputs.trace);
-  ProcessGrid grid(GridSizes{pl.dp, pl.tp, pl.pp, pl.cp, 1}, pl.ranks_per_node, &ledgers.comm, &ledgers.trace, pl.comm);
-  const int dp = grid.size(Axis::dp), dp_rank = grid.coord(Axis::dp);  // tp, pp and cp partners: the same samples
+  ProcessGrid grid(GridSizes{pl.dp, pl.tp, pl.pp, pl.cp, pl.ep}, pl.ranks_per_node, &ledgers.comm, &ledgers.trace,
+                   pl.comm);
+  // The ranks with other samples: dp × ep (tp, pp and cp partners hold the same samples).
+  const int dp = grid.size(Axis::dp) * pl.ep, dp_rank = grid.coord(Axis::dp) * pl.ep + grid.coord(Axis::ep);
   const int stage = grid.coord(Axis::pp);
-  const ModelSlice slice = cfg.slice(grid.coord(Axis::tp), grid.coord(Axis::cp));
+  const ModelSlice slice = cfg.slice(grid.coord(Axis::tp), grid.coord(Axis::cp), grid.coord(Axis::ep));
   const PipelinePartition part = partition_layers(cfg.model.layers, pl.pp, pl.virtual_stages, pl.pp_layers);
   // This rank's part of the model: its stage's units, its tp slice of each (all of it on one process).
   ParamLayout layout(cfg.model, slice, part.held_units(stage));
@@ -110,6 +116,11 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
                                                          cfg.micro_batch, cfg.model.heads / pl.tp, cfg.model.head_dim(),
                                                          ledgers.memory, &ledgers.trace);
   ChunkHooks<T>* hooks = ring ? static_cast<ChunkHooks<T>*>(ring.get()) : regions.get();
+  std::unique_ptr<ExpertParallel<T>> experts;  // the all-to-alls to the ep ranks' experts, wrapping the other seams
+  if (pl.ep > 1) {
+    experts = std::make_unique<ExpertParallel<T>>(grid.comm(Axis::ep), hooks, ledgers.memory, &ledgers.trace);
+    hooks = experts.get();
+  }
   std::vector<std::unique_ptr<ModelChunk<T>>> chunks;
   std::vector<ModelChunk<T>*> chunk_ptrs;
   for (int c = 0; c < part.virtual_stages; ++c) {
@@ -204,9 +215,14 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     }
     outputs.step_done({step, loss, gnorm, lr, ms, val, moe});
   }
-  RunLayout done{engine.strategy(), dp,     pl.ranks_per_node,
-                 engine.shards(),   accum,  cfg.run.steps - static_cast<int>(resume_step),
-                 nullptr,           nullptr};
+  RunLayout done{engine.strategy(),
+                 grid.size(Axis::dp),
+                 pl.ranks_per_node,
+                 engine.shards(),
+                 accum,
+                 cfg.run.steps - static_cast<int>(resume_step),
+                 nullptr,
+                 nullptr};
   if (pl.pp > 1) {  // the last step, measured, beside the schedule (one rank speaks for each stage)
     const int local = launcher_local_ranks();  // the ranks sharing this machine's CPUs (all of them without mpirun)
     done.pipeline = pipeline_run_json(pl.schedule, pl.pp, accum, pl.virtual_stages, cfg.run.steps,

@@ -3,13 +3,16 @@
 #  (1) routing is per sample, so every layout that splits the batch by samples routes exactly as one process:
 #      the same global batch as 2 × 2 and 4 × 1 micro-batches, dp 2 (with ZeRO-3 too), pp 2 (1F1B), tp 2 (whole
 #      experts on every tp rank), --recompute full and a capacity that drops slots reproduce the single process
-#      (compare, f64 tolerance), the router's columns (aux_loss, z_loss, imbalance, dropped) included;
+#      (compare, f64 tolerance, the router's columns included); so does expert parallelism — ep 2, ep 4, ep 2 × dp 2,
+#      ep 2 × pp 2, ep 2 with full recompute — each rank holding E/ep of the experts (ledger.json's params);the router's columns (aux_loss, z_loss, imbalance, dropped) included;
 #  (2) the outputs: loss.csv's MoE columns, moe_load.csv (every step × MoE block, the slots of the global batch:
 #      seq × global batch × k per block, before capacity), moe_load.svg; --moe-every 2 makes only even blocks
 #      MoE; the load-balancing loss at α = 0 lets the load drift further from even than at α = 0.1;
-#  (3) checkpoints: a MoE run saved at step 3 resumes on dp 2 and continues the single process's curve;
+#  (3) checkpoints: a MoE run saved at step 3 resumes on dp 2, and an ep-2 run at ep 4 and on one process, each
+#      continuing the single process's curve;
 #  (4) bad input: k > E, k < 1, negative capacity, NaN coefficients, --moe-every beyond the layers, experts
-#      with --cp or --sequence-parallel: exit 2, one error line from rank 0.
+#      with --cp or --sequence-parallel, --ep without experts, E not divisible by ep, a world ep does not divide,
+#      --ep 0, --ep with ZeRO: exit 2, one error line from rank 0.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_layouts.sh"  # mpi, run, compare_runs, steps_are, bad (over the flags R below)
@@ -67,6 +70,30 @@ if run "setup: 1 process, capacity 1.0" 1 "$L/cap_one" --steps 4 --moe-capacity 
   fi
 fi
 
+# Expert parallelism: the experts spread over ep ranks, each rank its own samples; the fixed combine order
+# keeps the single process's sums (compare within the f64 tolerance; the loss itself is bit-identical at ep 2).
+layout ep2 2 --ep 2
+layout ep4 4 --ep 4 --micro-batch 1
+layout ep2_dp2 4 --ep 2 --dp 2 --micro-batch 1
+layout ep2_pp2 4 --ep 2 --pp 2
+layout ep2_recompute 2 --ep 2 --recompute full
+if [ "$(column "$L/one" loss)" = "$(column "$L/ep2" loss)" ]; then
+  ok "(1) ep 2: the loss column is bit-identical to the single process's"
+else
+  fail "(1) ep 2: the loss column is bit-identical" "$(paste -d' ' <(column "$L/one" loss) <(column "$L/ep2" loss) | head -n 3 | tr '\n' '|')"
+fi
+# The parameters per rank: the dense ones whole, E/ep of each MoE block's experts.
+params() { python3 -c 'import json, sys; print(" ".join(str(r["params"]) for r in json.load(open(sys.argv[1]))["ranks"]))' "$1/ledger.json"; }
+whole=$(params "$L/one") per_ep2=$(params "$L/ep2") per_ep4=$(params "$L/ep4")
+# Each MoE block's experts: E·(2·C·F + F + C) = 4·(2·32·128 + 128 + 32) parameters; 2 blocks.
+experts=$((2 * 4 * (2 * 32 * 128 + 128 + 32)))
+if [ "$per_ep2" = "$((whole - experts / 2)) $((whole - experts / 2))" ] &&
+  [ "$per_ep4" = "$(for i in 1 2 3 4; do printf '%s ' $((whole - 3 * experts / 4)); done | sed 's/ $//')" ]; then
+  ok "(1) parameters per rank: $whole whole, $per_ep2 at ep 2, $per_ep4 at ep 4 (E/ep of the $experts expert parameters each)"
+else
+  fail "(1) parameters per rank hold E/ep of the experts" "whole $whole, ep 2: $per_ep2, ep 4: $per_ep4 (experts $experts)"
+fi
+
 # ---------------------------------------------------------------- (2) the outputs
 # moe_load.csv: 6 steps × 2 MoE blocks, each row's slots = seq · global batch · k = 32 · 4 · 2.
 bad_rows=$(awk -F, 'NR > 1 { s = 0; for (i = 4; i <= NF; ++i) s += $i; if (s != 256 || NF != 7) print "step " $1 " layer " $2 ": " s " slots in " NF " cells" }' "$L/one/moe_load.csv" | head -n 2)
@@ -102,6 +129,14 @@ if run "(3) 1 process, 3 steps, --save" 1 "$K/one_3" --steps 3 --save "$K/ck" &&
   steps_are "(3) 1 process -> dp 2" "$K/to_dp2" 4 6
   compare_runs "(3) 1 process -> dp 2 vs the uninterrupted single process, steps 4..6" "$L/one" "$K/to_dp2"
 fi
+# Checkpoints hold whole experts: an ep-2 run resumes at ep 4 and on one process.
+if run "(3) ep 2, 3 steps, --save" 2 "$K/ep2_3" --ep 2 --steps 3 --save "$K/ck_ep2"; then
+  for np in 4 1; do
+    flags=(--ep "$np" --micro-batch $((4 / np / 2 > 0 ? 2 : 1)))
+    run "(3) the ep-2 checkpoint resumed on $np ranks" "$np" "$K/ep2_to_$np" "${flags[@]}" --resume "$K/ck_ep2" --steps 6 &&
+      compare_runs "(3) ep 2 -> ep $np vs the uninterrupted single process, steps 4..6" "$L/one" "$K/ep2_to_$np"
+  done
+fi
 
 # ---------------------------------------------------------------- (4) bad input
 bad "--moe-top-k above E" 0 'moe-top-k 5 must be between 1 and --moe-experts 4' --moe-top-k 5
@@ -111,5 +146,10 @@ bad "NaN aux coefficient" 0 'moe-aux-loss' --moe-aux-loss nan
 bad "--moe-every beyond the layers" 0 'moe-every 3 must be between 1 and --layers 2' --moe-every 3
 bad "experts with --cp" 2 'routes each sample' --cp 2 --attention flash
 bad "experts with --sequence-parallel" 2 'routes each sample' --tp 2 --sequence-parallel
+bad "--ep without experts" 2 'add --moe-experts' --ep 2 --moe-experts 0
+bad "E not divisible by ep" 3 'moe-experts 4 is not divisible by --ep 3' --ep 3
+bad "ep not dividing the world" 3 'ep 2 does not divide the world of 3' --ep 2
+bad "--ep 0" 2 'ep must be at least 1' --ep 0
+bad "--ep with --zero" 2 'not supported yet' --ep 2 --zero 1
 
 [ "$fails" = 0 ]

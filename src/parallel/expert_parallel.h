@@ -1,0 +1,62 @@
+// Expert parallelism (claim C25): every MoE block's E experts are spread over the ep ranks, E/ep whole experts
+// each (rank j holds experts [j·E/ep, (j+1)·E/ep)), and the ep ranks hold different samples (ep is carved out of
+// data parallelism, as in Megatron). Each rank routes its own tokens (model/moe_routing.h); the router's list
+// is ordered by expert, so the rows bound for rank j's experts are one contiguous run. A MoE block then
+// exchanges, over the ep axis (model/expert_exchange.h's seam):
+//   counts    an all-to-all of token counts: how many rows each rank sends for each of my experts;
+//   dispatch  an all-to-all(v) of the rows; what arrives is regrouped expert by expert (each expert's rows in
+//             source-rank order) and every expert computes on all of them at once;
+//   combine   the reverse all-to-all(v): each row goes back to the rank and the place it came from, where the
+//             weighted sum over a token's slots runs in the fixed slot order — so the output is the single
+//             process's, whatever rank computed each slot.
+// Backward mirrors it: the slots' output gradients travel like the dispatch, the experts' input gradients like
+// the combine. Every message is booked on the ep axis under purposes "moe_counts", "moe_dispatch" and
+// "moe_combine" (backward's under the same names: the dispatch direction, then the combine direction).
+// A rank waits in an all-to-all until the slowest rank arrives: the trace's "wait ep" spans are the idle time
+// an uneven load costs (C25).
+// Every other seam passes to the wrapped hooks (the identity: ep runs without tp and cp).
+#pragma once
+#include <vector>
+
+#include "comm/communicator.h"
+#include "comm/trace.h"
+#include "core/ledger.h"
+#include "model/model_chunk.h"
+
+namespace shardlab {
+
+template <class T>
+class ExpertParallel : public ChunkHooks<T> {
+ public:
+  // inner: the other seams (null: the identity). trace (may be null): the all-to-alls' spans.
+  ExpertParallel(Communicator& ep, ChunkHooks<T>* inner, MemoryLedger& ledger, Trace* trace = nullptr);
+
+  ExpertRows counts(const int* per_expert, int E) override;
+  void to_experts(const T* slot_rows, int n, T* expert_rows, const ExpertRows& rows, int C) override;
+  void to_slots(const T* expert_rows, const ExpertRows& rows, T* slot_rows, int n, int C) override;
+
+  // Every other seam: the inner hooks'.
+  const T* enter(const T* x, T* full, const BlockDims& d) override { return inner_->enter(x, full, d); }
+  void leave(T* partial, T* y, const BlockDims& d) override { inner_->leave(partial, y, d); }
+  const T* leave_backward(const T* dy, T* full, const BlockDims& d) override {
+    return inner_->leave_backward(dy, full, d);
+  }
+  T* enter_backward(T* d_full, const BlockDims& d) override { return inner_->enter_backward(d_full, d); }
+  const T* region_input(const T* x, T* full, const BlockDims& d) override { return inner_->region_input(x, full, d); }
+  const T* head_input(const T* x, T* full, const BlockDims& d) override { return inner_->head_input(x, full, d); }
+  void head_input_backward(T* d_full, const BlockDims& d) override { inner_->head_input_backward(d_full, d); }
+  void vocab_max(T* x, size_t n) override { inner_->vocab_max(x, n); }
+  void vocab_sum(T* x, size_t n) override { inner_->vocab_sum(x, n); }
+
+ private:
+  Communicator& ep_;
+  ChunkHooks<T> identity_;
+  ChunkHooks<T>* inner_;
+  MemoryLedger& ledger_;
+  Trace no_trace_;
+  Trace* trace_;
+  // The last counts(): rows I send to each ep rank (for my slots), in slot order.
+  std::vector<size_t> sent_;
+};
+
+}  // namespace shardlab
