@@ -98,7 +98,8 @@ $(BUILD)/mpi_tests: $(OBJ_MPI) $(BUILD)/libshardlab.a
 # every other object shardlab's own, nothing in src/ edited. SEAM_DIR and SEAM_BINS (a subset of shardlab,
 # unit_tests, mpi_tests) choose where and what; the labs build only shardlab.
 SEAMS     := src/comm/ring_steps.cpp src/parallel/megatron_fg.cpp src/parallel/stage_order.cpp \
-             src/model/flash_merge.cpp src/parallel/zero_step.cpp src/model/ring_merge.cpp
+             src/model/flash_merge.cpp src/parallel/zero_step.cpp src/model/ring_merge.cpp \
+             src/model/moe_dispatch.cpp
 ifneq ($(filter seam,$(MAKECMDGOALS)),)
 ifeq ($(filter $(SEAM),$(SEAMS)),)
 $(error make seam: SEAM must name one of the seams: $(SEAMS) (got '$(SEAM)'))

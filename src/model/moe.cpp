@@ -5,6 +5,7 @@
 
 #include "model/gelu.h"
 #include "model/linear.h"
+#include "model/moe_dispatch.h"
 
 namespace shardlab {
 
@@ -42,7 +43,7 @@ template <class T>
 void moe_forward(T* out, MoeRecord<T>& rec, const T* x, const MoeWeights<const T*>& w, const MoeShape& s,
                  ExpertExchange<T>& exchange, MemoryLedger& ledger) {
   const MoeDims& d = s.d;
-  const int C = d.C, k = d.k, F = s.F;
+  const int C = d.C, F = s.F;
   MoeRouting<T>& r = rec.routing;
   {
     Buffer<T> logits(ledger, Mem::workspace, size_t(d.R) * d.E, 0, nullptr, false);
@@ -51,8 +52,7 @@ void moe_forward(T* out, MoeRecord<T>& rec, const T* x, const MoeWeights<const T
   const int n = r.kept;
   // Dispatch: the kept slots' rows in the list's order, to the experts.
   Buffer<T> xs(ledger, Mem::workspace, size_t(n) * C, 0, nullptr, false);
-  const int32_t* list = r.list();
-  for (int q = 0; q < n; ++q) std::memcpy(xs.data() + size_t(q) * C, x + size_t(list[q] / k) * C, C * sizeof(T));
+  dispatch_rows(xs.data(), x, r, C);
   rec.rows = exchange.counts(kept_per_expert(r).data(), d.E);
   const int m = rec.rows.rows();
   rec.expert_in = Buffer<T>(ledger, Mem::activation, size_t(m) * C, 0, "block.moe.expert_in", false);
@@ -73,14 +73,7 @@ void moe_forward(T* out, MoeRecord<T>& rec, const T* x, const MoeWeights<const T
   // Combine: the outputs back in the list's order, then each token's slots in slot order.
   rec.slot_out = Buffer<T>(ledger, Mem::activation, size_t(n) * C, 0, "block.moe.slot_out", false);
   exchange.to_slots(ys.data(), rec.rows, rec.slot_out.data(), n, C);
-  std::memset(static_cast<void*>(out), 0, size_t(d.R) * C * sizeof(T));
-  const int32_t* row = r.row();
-  for (int t = 0; t < d.R; ++t)
-    for (int j = 0; j < k; ++j) {
-      const int slot = t * k + j, q = row[slot];
-      if (q < 0) continue;
-      VecMap<T>(out + size_t(t) * C, C) += r.gate[slot] * ConstVecMap<T>(rec.slot_out.data() + size_t(q) * C, C);
-    }
+  combine_rows(out, rec.slot_out.data(), r, C);
 }
 
 template <class T>
@@ -94,14 +87,7 @@ void moe_backward(T* d_x, const MoeWeights<T*>& g, const T* d_out, const MoeReco
   // Combine's backward: each kept slot's output gradient gate·d_out and its gate's gradient d_out·y.
   Buffer<T> d_slots(ledger, Mem::workspace, size_t(n) * C, 0, nullptr, false);
   Buffer<T> d_gate(ledger, Mem::workspace, size_t(R) * k, 0, nullptr, true);
-  const int32_t* row = r.row();
-  for (int slot = 0; slot < R * k; ++slot) {
-    const int q = row[slot];
-    if (q < 0) continue;
-    ConstVecMap<T> dout(d_out + size_t(slot / k) * C, C);
-    VecMap<T>(d_slots.data() + size_t(q) * C, C) = r.gate[slot] * dout;
-    d_gate[slot] = dout.dot(ConstVecMap<T>(rec.slot_out.data() + size_t(q) * C, C));
-  }
+  combine_rows_backward(d_slots.data(), d_gate.data(), d_out, rec.slot_out.data(), r, C);
   // To the experts, their backward, and back.
   Buffer<T> d_ys(ledger, Mem::workspace, size_t(m) * C, 0, nullptr, false);
   exchange.to_experts(d_slots.data(), n, d_ys.data(), rec.rows, C);
@@ -125,9 +111,7 @@ void moe_backward(T* d_x, const MoeWeights<T*>& g, const T* d_out, const MoeReco
     Buffer<T> d_logits(ledger, Mem::workspace, size_t(R) * d.E, 0, nullptr, false);
     moe_route_backward(d_x, g.wr, d_logits.data(), d_gate.data(), r, x, w.wr, d, aux_weight, z_weight);
   }
-  const int32_t* list = r.list();
-  for (int q = 0; q < n; ++q)
-    VecMap<T>(d_x + size_t(list[q] / k) * C, C) += ConstVecMap<T>(d_slots.data() + size_t(q) * C, C);
+  dispatch_rows_backward(d_x, d_slots.data(), r, C);
 }
 
 #define SHARDLAB_MOE(T)                                                                                   \

@@ -28,8 +28,9 @@ double DataParallel<T>::unit_grad_sumsq(int unit, size_t lo, size_t hi) const {
   const bool replicated_here = !tp_ || tp_->rank() == 0;  // a replicated tensor counts once: on tp rank 0
   double s = 0.0;
   for (const TensorSpec& t : layout_.tensors()) {
-    if (experts_ && t.expert) {  // my experts, whole, once per expert group: the other ep ranks add theirs
-      if (experts_->rank() == 0 && t.offset >= layout_.unit_begin(unit) && t.offset < layout_.unit_end(unit))
+    if (experts_ && t.expert) {  // my experts, whole, once per expert group (and tp): the other ep ranks add theirs
+      if (experts_->rank() == 0 && replicated_here && t.offset >= layout_.unit_begin(unit) &&
+          t.offset < layout_.unit_end(unit))
         s += states_->grad_sumsq(t.offset, t.offset + t.numel);
       continue;
     }

@@ -14,7 +14,10 @@
 // "moe_combine" (backward's under the same names: the dispatch direction, then the combine direction).
 // A rank waits in an all-to-all until the slowest rank arrives: the trace's "wait ep" spans are the idle time
 // an uneven load costs (C25).
-// Every other seam passes to the wrapped hooks (the identity: ep runs without tp and cp).
+// Every other seam passes to the wrapped hooks: tensor parallelism's, or the identity. With tp the experts stay
+// whole on every tp rank (the MoE runs outside the tp regions, on rows every tp rank holds): the tp ranks of an ep
+// rank compute the same experts on the same rows, each exchanging with the ep ranks of its own tp index. Context
+// and sequence parallelism split a sample, which the router's per-sample groups forbid (train_config.cpp).
 #pragma once
 #include <vector>
 
@@ -34,6 +37,17 @@ class ExpertParallel : public ChunkHooks<T> {
   ExpertRows counts(const int* per_expert, int E) override;
   void to_experts(const T* slot_rows, int n, T* expert_rows, const ExpertRows& rows, int C) override;
   void to_slots(const T* expert_rows, const ExpertRows& rows, T* slot_rows, int n, int C) override;
+
+  // What the exchanges moved since the run began, from the routing (not from the comm ledger, which `plan --ledger`
+  // checks against it): per ep rank (this rank's own included), the rows sent to it and received from it by the
+  // dispatch-direction all-to-alls (forward's dispatch, backward's output gradients) and by the combine-direction
+  // ones; and how many exchanges of each kind ran. Evaluation's are not counted (count_moves(false)).
+  struct Moved {
+    std::vector<double> dispatch_sent, dispatch_received, combine_sent, combine_received;
+    double counts = 0, dispatches = 0, combines = 0;
+  };
+  const Moved& moved() const { return moved_; }
+  void count_moves(bool on) { counting_ = on; }
 
   // Every other seam: the inner hooks'.
   const T* enter(const T* x, T* full, const BlockDims& d) override { return inner_->enter(x, full, d); }
@@ -55,8 +69,8 @@ class ExpertParallel : public ChunkHooks<T> {
   MemoryLedger& ledger_;
   Trace no_trace_;
   Trace* trace_;
-  // The last counts(): rows I send to each ep rank (for my slots), in slot order.
-  std::vector<size_t> sent_;
+  Moved moved_;
+  bool counting_ = true;
 };
 
 }  // namespace shardlab

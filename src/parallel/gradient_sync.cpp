@@ -61,6 +61,7 @@ void DataParallel<T>::start_bucket(const Bucket& b, bool blocking) {
   const bool reduce_scatter = strategy_ == Strategy::zero1;
   for (const SyncRange& r : sync_ranges(b.lo, b.hi)) {
     Communicator& c = *r.group;
+    if (c.size() == 1) continue;  // experts with ep = the whole data-parallel width: nobody else holds them
     if (blocking) {
       if (g.is_bf16())
         reduce_scatter ? c.reduce_scatter(g.h(r.lo), r.counts) : c.all_reduce(g.h(r.lo), r.counts);

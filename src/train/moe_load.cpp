@@ -45,6 +45,45 @@ MoeStepLoad step_moe_load(const GPTConfig& model, const MoeStats& mine, const Gr
   return s;
 }
 
+void add_step_load(MoeStepLoad& run, const MoeStepLoad& step) {
+  run.aux_loss += step.aux_loss, run.z_loss += step.z_loss, run.imbalance += step.imbalance;
+  run.dropped += step.dropped;
+  run.layers = step.layers;
+  run.load.resize(step.load.size());
+  for (size_t b = 0; b < step.load.size(); ++b) {
+    run.load[b].resize(step.load[b].size(), 0.0);
+    for (size_t e = 0; e < step.load[b].size(); ++e) run.load[b][e] += step.load[b][e];
+  }
+}
+
+nlohmann::json moe_run_json(const GPTConfig& model, int ep, const MoeStepLoad& run, int steps) {
+  const MoeConfig& m = model.moe;
+  const double n = std::max(1, steps);
+  return {{"experts", m.experts},
+          {"top_k", m.top_k},
+          {"every", m.every},
+          {"ffn", m.width(model.hidden)},
+          {"capacity", m.capacity},
+          {"capacity_slots_per_sample", m.slots_per_sample(model.seq)},
+          {"aux_loss", m.aux_loss},
+          {"z_loss", m.z_loss},
+          {"ep", ep},
+          {"steps", steps},
+          {"blocks", run.layers},
+          {"load", run.load},
+          {"dropped", run.dropped},
+          {"mean_aux_loss", run.aux_loss / n},
+          {"mean_z_loss", run.z_loss / n},
+          {"mean_imbalance", run.imbalance / n}};
+}
+
+size_t expert_params(const ParamLayout& layout) {
+  size_t n = 0;
+  for (const TensorSpec& t : layout.tensors())
+    if (t.expert) n += t.numel;
+  return n;
+}
+
 std::string moe_load_header(int experts) {
   std::string h = "step,layer,imbalance";
   for (int e = 0; e < experts; ++e) h += ",expert" + std::to_string(e);

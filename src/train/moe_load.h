@@ -9,6 +9,7 @@
 //                (before capacity) over the whole global batch;
 //   moe_load.svg each expert's share of the step's slots over the steps (all MoE blocks together).
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,14 @@ double load_imbalance(const std::vector<double>& slots);
 // Collective over the grid: the step's statistics of this rank's chunks (MoeStats, summed over them) added over
 // the ranks that hold other samples or other blocks. samples: the global batch.
 MoeStepLoad step_moe_load(const GPTConfig& model, const MoeStats& mine, const GridSums& sums, int samples);
+
+// The run's sum of its steps' loads (drops and per-expert slots added; the losses and imbalance added, for a mean).
+void add_step_load(MoeStepLoad& run, const MoeStepLoad& step);
+// ledger.json's "moe": the configuration, and over `steps` steps each MoE block's slots per expert, the drops,
+// and the mean of each step's loss columns.
+nlohmann::json moe_run_json(const GPTConfig& model, int ep, const MoeStepLoad& run, int steps);
+// The expert parameters this rank holds (its layout's expert tensors).
+size_t expert_params(const ParamLayout& layout);
 
 std::string moe_load_header(int experts);
 // The step's rows of moe_load.csv (no trailing newline), numbers as `fmt` prints them.

@@ -48,6 +48,7 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
                          {"comm_eval", eval_comm.to_json(200)},
                          {"comm_checkpoint", checkpoint_comm.to_json(200)}};
   if (!layout.pipeline_rank.is_null()) mine["pipeline"] = layout.pipeline_rank;
+  if (!layout.moe_rank.is_null()) mine["moe"] = layout.moe_rank;
   std::vector<std::string> all = gather_strings(mine.dump(), world);
   if (world.rank() != 0) return nullptr;
   nlohmann::json j;
@@ -96,6 +97,7 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
                  {"pp_layers", layer_counts_text(cfg.layout.pp_layers)},
                  {"schedule", schedule_name(cfg.layout.schedule)},
                  {"virtual_stages", cfg.layout.virtual_stages}};
+  if (!layout.moe.is_null()) j["moe"] = layout.moe;
   j["ranks"] = nlohmann::json::array();
   for (const std::string& s : all) j["ranks"].push_back(nlohmann::json::parse(s));
   if (!layout.pipeline.is_null()) {

@@ -28,6 +28,9 @@ struct RunLayout {  // the layout facts ledger.json records and `plan --ledger` 
   int accum, steps;    // micro-batches per step, steps this run trained
   // Pipelines (report/pipeline_report.h): the run's facts and this rank's measured step (null: no pipeline).
   nlohmann::json pipeline, pipeline_rank;
+  // Experts (train/moe_load.h, parallel/expert_parallel.h): the run's routing summed over its steps, and this
+  // rank's exchanges (null: no experts).
+  nlohmann::json moe, moe_rank;
 };
 
 // Collective: gathers every rank's ledgers; rank 0 writes DIR/ledger.json and returns the ledger (null

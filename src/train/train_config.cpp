@@ -178,7 +178,6 @@ std::string validate_train_config(const TrainConfig& c) {
     if (E % l.ep != 0)
       return "--moe-experts " + std::to_string(E) + " is not divisible by --ep " + std::to_string(l.ep) +
              " (every ep rank holds E/ep whole experts)";
-    if (l.tp > 1) return "--ep with --tp is not supported yet: give the experts either ranks of their own or tp";
     if (l.strategy() != Strategy::dp)
       return "--ep shards the experts itself; with --zero or --fsdp it is not supported yet (experts and dense "
              "parameters reduce over different groups)";

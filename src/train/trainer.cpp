@@ -153,6 +153,8 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
   ledgers.trace.restart();
 
   std::vector<MeasuredSlot> last_slots;
+  MoeStepLoad moe_run;  // the routing summed over the run's steps (ledger.json)
+  int moe_steps = 0;
   for (int step = static_cast<int>(resume_step) + 1; step <= cfg.run.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     Trace::Span step_span(ledgers.trace, "step " + std::to_string(step), "step", 2);
@@ -181,6 +183,8 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
           if (!s.load[l].empty()) mine.load[l] = s.load[l];
       }
       moe = step_moe_load(cfg.model, mine, engine.sums(), cfg.global_batch);
+      add_step_load(moe_run, *moe);
+      ++moe_steps;
     }  // the last step's timeline (for the picture)
     engine.finish_gradients();
     const double loss = engine.sums().over_ranks(local_loss) / tokens_per_step;
@@ -209,8 +213,10 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
         ((cfg.run.eval_every > 0 && step % cfg.run.eval_every == 0) || step == cfg.run.steps)) {
       engine.set_comm_ledger(&ledgers.comm_eval);  // evaluation's gathers (ZeRO-3) are not training's traffic
       ledgers.memory.pause_items(true);            // nor are its activations training's items
+      if (experts) experts->count_moves(false);    // nor its exchanges
       val = evaluate_pipeline(pipeline, engine, part, cfg.micro_batch, data, cfg.run.eval_windows);
       ledgers.memory.pause_items(false);
+      if (experts) experts->count_moves(true);
       engine.set_comm_ledger(&ledgers.comm);
     }
     outputs.step_done({step, loss, gnorm, lr, ms, val, moe});
@@ -222,7 +228,24 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
                  accum,
                  cfg.run.steps - static_cast<int>(resume_step),
                  nullptr,
+                 nullptr,
+                 nullptr,
                  nullptr};
+  if (cfg.model.moe.on()) {
+    done.moe = moe_run_json(cfg.model, pl.ep, moe_run, moe_steps);
+    done.moe_rank = {{"expert_params", expert_params(layout)}};
+    if (experts) {
+      const auto& m = experts->moved();
+      done.moe_rank["ep_rank"] = grid.coord(Axis::ep);
+      done.moe_rank["dispatch_rows_sent"] = m.dispatch_sent;
+      done.moe_rank["dispatch_rows_received"] = m.dispatch_received;
+      done.moe_rank["combine_rows_sent"] = m.combine_sent;
+      done.moe_rank["combine_rows_received"] = m.combine_received;
+      done.moe_rank["count_exchanges"] = m.counts;
+      done.moe_rank["dispatches"] = m.dispatches;
+      done.moe_rank["combines"] = m.combines;
+    }
+  }
   if (pl.pp > 1) {  // the last step, measured, beside the schedule (one rank speaks for each stage)
     const int local = launcher_local_ranks();  // the ranks sharing this machine's CPUs (all of them without mpirun)
     done.pipeline = pipeline_run_json(pl.schedule, pl.pp, accum, pl.virtual_stages, cfg.run.steps,
