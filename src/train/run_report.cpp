@@ -93,6 +93,7 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
                  {"sequence_parallel", cfg.layout.sequence_parallel},
                  {"cp", cfg.layout.cp},
                  {"cp_split", word_of(kContextSplitWords, cfg.layout.cp_split)},
+                 {"ep", cfg.layout.ep},
                  {"pp", cfg.layout.pp},
                  {"pp_layers", layer_counts_text(cfg.layout.pp_layers)},
                  {"schedule", schedule_name(cfg.layout.schedule)},
