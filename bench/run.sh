@@ -85,3 +85,28 @@ for s in 1024 2048; do
     'BEGIN {printf "  S=%-5d 1 rank %s tokens/s, cp 2 %s tokens/s: %.2f×; K/V transfers %s while computing\n", s, a, b, b / a, h}'
 done
 rm -rf "$CPDIR"
+
+echo
+echo "expert parallel: ep = 2 vs 1 rank at the same global batch (L4 H256 A4 S256, 8 experts top-2, dropless). Target ≥ 1.5×"
+echo "  (each rank routes its own samples and computes 4 of the 8 experts; the rows cross in two all-to-alls per block)"
+EPRUN="--layers 4 --hidden 256 --heads 4 --seq 256 --micro-batch 4 --global-batch 8 --steps 4 --eval-windows 0 --progress none --moe-experts 8 --moe-top-k 2"
+EPDIR=$(mktemp -d)
+one=$(build/shardlab train $EPRUN | sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
+two=$(bash scripts/mpirun.sh -np 2 build/shardlab train $EPRUN --ep 2 --trace on --out "$EPDIR/run" |
+  sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
+wait=$(python3 - "$EPDIR/run/trace.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))
+ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+span = {}
+for e in ev:
+    if "dur" not in e: continue
+    k = e["pid"]
+    if e.get("name", "").startswith("step "): span.setdefault(k, [0, 0])[0] += e["dur"]
+    if e.get("name") in ("moe dispatch", "moe combine", "moe counts"): span.setdefault(k, [0, 0])[1] += e["dur"]
+print(", ".join("rank %d %.0f%%" % (k, 100 * v[1] / v[0]) for k, v in sorted(span.items()) if v[0]))
+PY
+)
+awk -v a="$one" -v b="$two" -v w="$wait" \
+  'BEGIN {printf "  1 rank %s tokens/s, ep 2 %s tokens/s: %.2f×; time in the all-to-alls (with waiting) per step: %s\n", a, b, b / a, w}'
+rm -rf "$EPDIR"

@@ -116,13 +116,11 @@ void write_trace_file(const std::string& path, const Trace& trace, Communicator&
 
 std::string params_text(const TrainConfig& cfg, size_t rank0_params) {
   const std::string whole = commas(ParamLayout(cfg.model).total()) + " params";
-  const bool tp = cfg.layout.tp > 1, pp = cfg.layout.pp > 1;
-  if (!tp && !pp) return whole;
-  return whole + " (" + commas(rank0_params) + " on rank 0: its " +
-         (tp && pp ? "tp slice of its pp stage"
-          : tp     ? "tp slice"
-                   : "pp stage") +
-         ")";
+  const bool tp = cfg.layout.tp > 1, pp = cfg.layout.pp > 1, ep = cfg.layout.ep > 1;
+  if (!tp && !pp && !ep) return whole;
+  std::string part = tp && pp ? "tp slice of its pp stage" : tp ? "tp slice" : pp ? "pp stage" : "";
+  if (ep) part += part.empty() ? "share of the experts" : ", its share of the experts";
+  return whole + " (" + commas(rank0_params) + " on rank 0: its " + part + ")";
 }
 
 void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layout, const MemoryLedger& memory,
@@ -135,6 +133,10 @@ void print_summary(const TrainConfig& cfg, size_t params, const RunLayout& layou
   if (cfg.layout.tp > 1)
     std::printf(", tensor parallel over %d ranks%s", cfg.layout.tp,
                 cfg.layout.sequence_parallel ? " with sequence parallelism" : "");
+  if (cfg.layout.cp > 1) std::printf(", context parallel over %d", cfg.layout.cp);
+  if (cfg.model.moe.on())
+    std::printf(", %d experts top-%d%s", cfg.model.moe.experts, cfg.model.moe.top_k,
+                cfg.layout.ep > 1 ? (", expert parallel over " + std::to_string(cfg.layout.ep)).c_str() : "");
   if (cfg.layout.pp > 1) std::printf(", %d pipeline stages", cfg.layout.pp);
   std::printf("\nfinal loss %.4f", last_loss);
   if (last_val) std::printf("   val loss %.4f", *last_val);
