@@ -22,12 +22,13 @@ One<P> one(const MoeWeights<P>& w, int e, int C, int F) {
 
 template <class T>
 void moe_plain_forward(T* out, const MoeRouting<T>& r, const T* x, const MoeWeights<const T*>& w, int C, int F) {
+  const int R = r.R, k = r.k;
   std::vector<T> pre(F), act(F), y(C);
-  for (int t = 0; t < r.R; ++t) {
+  for (int t = 0; t < R; ++t) {
     VecMap<T> o(out + size_t(t) * C, C);
     o.setZero();
-    for (int j = 0; j < r.k; ++j) {
-      const int s = t * r.k + j;
+    for (int j = 0; j < k; ++j) {
+      const int s = t * k + j;
       if (r.row()[s] < 0) continue;  // dropped by capacity: the slot adds nothing
       const One<const T*> e = one(w, r.expert()[s], C, F);
       linear_forward(pre.data(), x + size_t(t) * C, e.w1, e.b1, 1, C, F);
@@ -41,12 +42,12 @@ void moe_plain_forward(T* out, const MoeRouting<T>& r, const T* x, const MoeWeig
 template <class T>
 void moe_plain_backward(T* d_x, const MoeWeights<T*>& g, const T* d_out, const MoeRouting<T>& r, const T* x,
                         const MoeWeights<const T*>& w, const MoeDims& d, int F, T aux_weight, T z_weight) {
-  const int C = d.C;
+  const int C = d.C, R = r.R, k = r.k;
   std::vector<T> pre(F), act(F), y(C), dy(C), d_act(F), d_pre(F), d_in(C);
-  std::vector<T> d_gate(size_t(r.R) * r.k, T(0)), d_slots(size_t(r.R) * C, T(0)), d_logits(size_t(r.R) * r.E);
-  for (int t = 0; t < r.R; ++t)
-    for (int j = 0; j < r.k; ++j) {
-      const int s = t * r.k + j;
+  std::vector<T> d_gate(size_t(R) * k, T(0)), d_slots(size_t(R) * C, T(0)), d_logits(size_t(R) * r.E);
+  for (int t = 0; t < R; ++t)
+    for (int j = 0; j < k; ++j) {
+      const int s = t * k + j;
       if (r.row()[s] < 0) continue;
       const One<const T*> e = one(w, r.expert()[s], C, F);
       const One<T*> ge = one(g, r.expert()[s], C, F);
@@ -63,7 +64,7 @@ void moe_plain_backward(T* d_x, const MoeWeights<T*>& g, const T* d_out, const M
       VecMap<T>(d_slots.data() + size_t(t) * C, C) += ConstVecMap<T>(d_in.data(), C);
     }
   moe_route_backward(d_x, g.wr, d_logits.data(), d_gate.data(), r, x, w.wr, d, aux_weight, z_weight);
-  MatMap<T>(d_x, r.R, C) += ConstMatMap<T>(d_slots.data(), r.R, C);
+  MatMap<T>(d_x, R, C) += ConstMatMap<T>(d_slots.data(), R, C);
 }
 
 #define SHARDLAB_MOE_PLAIN(T)                                                                                    \

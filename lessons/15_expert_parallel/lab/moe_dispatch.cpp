@@ -32,16 +32,17 @@ std::vector<int> rows_per_rank(const int* kept, int E, int ranks) { not_written_
 // The receive side: how many rows arrive from each source rank (all of this rank's experts together).
 std::vector<int> rows_from_sources(const ExpertRows& expert_rows) { not_written_yet("rows_from_sources"); }
 
-// arrived (m, C) holds the rows source by source, each source's expert by expert; expert_rows (m, C) wants them
+// arrived (m, C) holds the rows source by source, each source's expert by expert; expert_order (m, C) wants them
 // expert by expert, each expert's source by source. rows.from(s, e): the rows source s sent local expert e.
 template <class T>
-void arrival_to_experts(T* expert_rows, const T* arrived, const ExpertRows& rows, int C) {
+void arrival_to_experts(T* expert_order, const T* arrived, const ExpertRows& rows, int C) {
   not_written_yet("arrival_to_experts");
 }
 
-// The inverse permutation: the experts' rows back to arrival order (so the combine's all-to-all returns them).
+// The inverse permutation: the experts' rows (expert_rows) back to arrival order (arrival_order), so that the
+// combine's all-to-all returns each source its rows in the order it sent them.
 template <class T>
-void experts_to_arrival(T* arrived, const T* expert_rows, const ExpertRows& rows, int C) {
+void experts_to_arrival(T* arrival_order, const T* expert_rows, const ExpertRows& rows, int C) {
   not_written_yet("experts_to_arrival");
 }
 
