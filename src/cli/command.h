@@ -25,6 +25,7 @@ int trace_command(const CommandArgs& args, const Runtime& rt);
 int ring_command(const CommandArgs& args, const Runtime& rt);
 int mlp_split_command(const CommandArgs& args, const Runtime& rt);
 int ring_attention_command(const CommandArgs& args, const Runtime& rt);
+int moe_layer_command(const CommandArgs& args, const Runtime& rt);
 int schedule_command(const CommandArgs& args, const Runtime& rt);
 int bench_command(const CommandArgs& args, const Runtime& rt);
 int swamping_command(const CommandArgs& args, const Runtime& rt);

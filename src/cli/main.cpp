@@ -38,6 +38,8 @@ const Command kCommands[] = {
     {"mlp-split", mlp_split_command, "one MLP split over tensor-parallel ranks beside the unsharded one (C17)"},
     {"ring-attention", ring_attention_command,
      "ring attention over the ranks beside one process's: output, log-sum-exp, dQ, dK, dV (C24)"},
+    {"moe-layer", moe_layer_command,
+     "one MoE layer with its experts over the ranks beside one process's: tokens, bytes, gradients (C25)"},
     {"schedule", schedule_command,
      "a pipeline schedule as a grid, its bubble beside the formula, the stash (C20, C21)"},
     {"bench", bench_command, "training tokens/s and GFLOP/s against OpenBLAS sgemm and the FMA peak"},

@@ -12,11 +12,11 @@ source "$(dirname "$0")/lib.sh"
 "$S" --help >"$tmp/help" 2>&1
 rc=$?
 missing=""
-for c in train eval sample compare plan plot trace ring mlp-split ring-attention schedule bench swamping; do
+for c in train eval sample compare plan plot trace ring mlp-split ring-attention moe-layer schedule bench swamping; do
   grep -qE "^  $c " "$tmp/help" || missing="$missing $c"
 done
 if [ $rc = 0 ] && [ -z "$missing" ]; then ok "shardlab --help lists every command"; else fail "shardlab --help lists every command" "exit $rc, missing:$missing"; fi
-for c in train eval sample compare plan plot trace ring mlp-split ring-attention schedule bench swamping; do
+for c in train eval sample compare plan plot trace ring mlp-split ring-attention moe-layer schedule bench swamping; do
   "$S" $c --help >"$tmp/h_$c" 2>"$tmp/h_$c.err"
   rc=$?
   if [ $rc = 0 ] && grep -q "^Usage: shardlab $c" "$tmp/h_$c" && [ ! -s "$tmp/h_$c.err" ]; then
