@@ -245,6 +245,11 @@ void Communicator::alltoallv(const void* sbuf, const std::vector<size_t>& sc, vo
       irc[m] = mpi_count(rc[m], "all_to_all");
       iro[m] = mpi_count(ro[m], "all_to_all");
     }
+    for (int m = 0; m < size_; ++m)  // what must cross between members, however MPI moves it
+      if (m != rank_) {
+        if (rc[m]) detail::ledger_recv(rec, rc[m] * t.bytes, inter_node(m));
+        if (sc[m]) detail::ledger_send(rec, sc[m] * t.bytes, inter_node(m));
+      }
     detail::BlockingCall guard("MPI's all-to-all (--comm mpi)");
     MPI_Alltoallv(sbuf, isc.data(), iso.data(), t.type, rbuf, irc.data(), iro.data(), t.type, h_->comm);
     return;

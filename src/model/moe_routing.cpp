@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/gemm.h"
@@ -13,6 +15,9 @@ namespace shardlab {
 template <class T>
 void moe_route(MoeRouting<T>& r, T* logits, const T* x, const T* wr, const MoeDims& d, MemoryLedger& ledger) {
   const int R = d.R, E = d.E, k = d.k, G = d.G(), rows = d.rows_per_group();
+  if (rows <= 0 || R % rows != 0)
+    throw std::logic_error("moe_route: " + std::to_string(R) + " rows do not split into routing groups of " +
+                           std::to_string(rows));
   const size_t Rk = size_t(R) * k;
   r.R = R, r.E = E, r.k = k, r.G = G;
   r.probs = Buffer<T>(ledger, Mem::activation, size_t(R) * E, 0, "block.moe.probs", false);
