@@ -2,6 +2,7 @@
 #include "check/activation_check.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -102,9 +103,9 @@ void check_activations(const Json& rank, const LedgerCheck& c, u64 micro_batches
 
 namespace {
 // One item's formula over the run: its allocations (a zero-row array is none), their bytes, whether all are the
-// same size, its peak.
+// same size.
 struct ItemSum {
-  u64 allocations = 0, total = 0, each = 0, peak = 0;
+  u64 allocations = 0, total = 0, each = 0;
   bool uniform = true;
   void add(u64 bytes, u64 times) {
     if (bytes == 0) return;
@@ -113,35 +114,46 @@ struct ItemSum {
   }
 };
 
-// The rank's chunks and what each forward of them keeps.
+// The rank's chunks and what each forward of them keeps, item by item: part i of a record is item i's bytes, the
+// last part all of them.
 struct RunRecords {
   const ActivationShape& s;
   std::vector<ChunkSpec> chunks;
-  // Every item of block l (its MoE rows `r` when it has experts) for a micro-batch of shape `a`.
-  std::vector<ActivationItem> block(const ActivationShape& a, const MoeRows* r) const {
-    return r ? moe_block_items(a, *r) : block_items(a);
+  std::vector<std::string> names;  // the model's order: a dense block's, a MoE block's own, the head's
+  std::map<std::string, size_t> index;
+  explicit RunRecords(const ActivationShape& shape) : s(shape) {
+    auto note = [&](const ActivationItem& i) {
+      if (index.emplace(i.name, names.size()).second) names.push_back(i.name);
+    };
+    for (const ActivationItem& i : block_items(s)) note(i);
+    if (s.moe.on())
+      for (const ActivationItem& i : moe_block_items(s, MoeRows{})) note(i);
+    for (const ActivationItem& i : head_items(s)) note(i);
   }
-  // One forward's records on chunk c (f: its MoE blocks' rows), all items or only `only`.
-  ChunkRecords records(const ActivationShape& a, int c, const std::vector<MoeRows>& f, const std::string& only) const {
+  size_t parts() const { return names.size() + 1; }
+  // One forward's records on chunk c (f: its MoE blocks' rows) for a micro-batch of shape `a`; each item allocated
+  // is handed to `allocated` (nullptr: not counted).
+  PartRecords records(const ActivationShape& a, int c, const std::vector<MoeRows>& f,
+                      const std::function<void(const ActivationItem&)>& allocated) const {
     const ChunkSpec& spec = chunks[c];
-    auto pick = [&](const ActivationItem& i) { return only.empty() || i.name == only ? i.bytes : u64(0); };
-    ChunkRecords out;
+    const size_t P = parts();
+    PartRecords out{std::vector<u64>(P, 0), {}, spec.head, std::vector<u64>(P, 0), std::vector<u64>(P, 0)};
+    auto put = [&](std::vector<u64>& v, const ActivationItem& i) {
+      v[index.at(i.name)] += i.bytes, v[P - 1] += i.bytes;
+      if (allocated) allocated(i);
+    };
     size_t m = 0;
     for (int l = spec.first_block; l < spec.end_block; ++l) {
       const bool moe = s.moe.in_block(l);
-      u64 rest = 0;
-      for (const ActivationItem& i : block(a, moe ? &f.at(m) : nullptr)) {
-        if (i.name == "block.x")
-          out.x = pick(i);
-        else
-          rest += pick(i);
-      }
+      out.rest.emplace_back(P, 0);
+      std::vector<u64> x(P, 0);
+      for (const ActivationItem& i : moe ? moe_block_items(a, f.at(m)) : block_items(a))
+        put(i.name == "block.x" ? x : out.rest.back(), i);
+      out.x = x;  // every block's input has the same size
       m += moe;
-      out.rest.push_back(rest);
     }
-    out.head = spec.head;
     if (spec.head)
-      for (const ActivationItem& i : head_items(a)) (i.name == "head.x" ? out.head_x : out.head_rest) += pick(i);
+      for (const ActivationItem& i : head_items(a)) put(i.name == "head.x" ? out.head_x : out.head_rest, i);
     return out;
   }
 };
@@ -153,63 +165,61 @@ void check_moe_activations(const Json& rank, const LedgerCheck& c, const std::ve
   const int stage = rc->pp_rank, v = part.virtual_stages;
   const u64 A = c.layout.accum, steps = c.steps, twice = s.recompute == Recompute::full ? 2 : 1;
   const bool full = s.recompute == Recompute::full;
-  RunRecords run{s, {}};
+  if (steps * A > (u64(1) << 22))
+    throw std::runtime_error("layout.steps × accum = " + std::to_string(steps * A) +
+                             " forwards: more than a MoE ledger check walks (4,194,304)");
+  RunRecords run(s);
   for (int k = 0; k < v; ++k) run.chunks.push_back(part.chunk(stage, k));
   const StageActions actions = make_schedule(c.schedule, c.pp, static_cast<int>(A), v)[stage];
-  // Each item over the run's training forwards (a recompute allocates the record again), in the model's order.
-  std::vector<std::string> names;
+  // Step by step: each forward's records once (a recompute allocates the record again), then the schedule's walk.
   std::map<std::string, ItemSum> formula;
-  auto note = [&](const ActivationItem& i, u64 times) {
-    if (!formula.count(i.name)) names.push_back(i.name);
-    formula[i.name].add(i.bytes, times);
-  };
-  for (u64 f = 0; f < steps * A; ++f)
-    for (int k = 0; k < v; ++k) {
-      const ChunkSpec& spec = run.chunks[k];
-      size_t m = 0;
-      for (int l = spec.first_block; l < spec.end_block; ++l) {
-        const bool moe = s.moe.in_block(l);
-        for (const ActivationItem& i : run.block(s, moe ? &rows[k].train.at(f).at(m) : nullptr))
-          note(i, i.name == "block.x" ? 1 : twice);
-        m += moe;
-      }
-      if (spec.head)
-        for (const ActivationItem& i : head_items(s)) note(i, 1);
-    }
-  // Peaks: each item's own and the category's, step by step; the category's also over evaluation's forwards.
-  auto walk = [&](const std::string& only) {
-    u64 peak = 0;
-    for (u64 step = 0; step < steps; ++step)
-      peak = std::max(peak, records_peak(actions, full, [&](int mb, int k) {
-                        return run.records(s, k, rows[k].train.at(step * A + mb), only);
-                      }));
-    return peak;
-  };
-  for (const std::string& n : names) formula[n].peak = walk(n);
-  rc->peak_formula = walk("");
+  std::vector<u64> peaks(run.parts(), 0);
+  std::vector<std::vector<PartRecords>> step_records(A, std::vector<PartRecords>(v));
+  for (u64 step = 0; step < steps; ++step) {
+    for (u64 mb = 0; mb < A; ++mb)
+      for (int k = 0; k < v; ++k)
+        step_records[mb][k] = run.records(
+            s, k, rows[k].train.empty() ? std::vector<MoeRows>{} : rows[k].train.at(step * A + mb),
+            [&](const ActivationItem& i) {
+              formula[i.name].add(i.bytes, i.name == "block.x" || i.name.rfind("head.", 0) == 0 ? 1 : twice);
+            });
+    const std::vector<u64> p = part_peaks(actions, full, run.parts(),
+                                          [&](int mb, int k) -> const PartRecords& { return step_records[mb][k]; });
+    for (size_t i = 0; i < p.size(); ++i) peaks[i] = std::max(peaks[i], p[i]);
+  }
+  // The category's peak: training's, and each evaluation forward's (its records dropped after it).
+  rc->peak_formula = peaks.back();
   for (int k = 0; k < v; ++k)
     for (size_t e = 0; e < rows[k].eval.size(); ++e) {
       ActivationShape a = s;
       a.micro_batch = rows[k].eval_samples[e];
-      rc->peak_formula = std::max(rc->peak_formula, forward_peak(run.records(a, k, rows[k].eval[e], ""), full));
+      const PartRecords r = run.records(a, k, rows[k].eval[e], nullptr);
+      ChunkRecords total{r.x.back(), {}, r.head, r.head_x.back(), r.head_rest.back()};
+      for (const std::vector<u64>& b : r.rest) total.rest.push_back(b.back());
+      rc->peak_formula = std::max(rc->peak_formula, forward_peak(total, full));
     }
+  std::vector<std::string> names;  // what the formula allocates, then what only the ledger has
+  for (const std::string& n : run.names)
+    if (formula.count(n) && formula.at(n).allocations > 0) names.push_back(n);
   const std::string who = "rank " + std::to_string(rc->rank);
   const Json& memory = need(rank, "memory", who);
   rc->peak_measured = need_u64(need(memory, "activation", who + " memory"), "peak", who + " memory.activation");
   const Json items = memory.contains("items") ? memory.at("items") : Json::object();
   for (const auto& [name, it] : items.items())
-    if ((name.rfind("block.", 0) == 0 || name.rfind("head.", 0) == 0) && !formula.count(name)) names.push_back(name);
+    if ((name.rfind("block.", 0) == 0 || name.rfind("head.", 0) == 0) &&
+        std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(name);
   for (const std::string& name : names) {
     ActivationRow r;
     r.item = name;
     r.totals = true;
-    r.in_formula = formula.count(name) > 0;
+    r.in_formula = formula.count(name) > 0 && formula.at(name).allocations > 0;
     r.in_ledger = items.contains(name);
     if (r.in_formula) {
       const ItemSum& f = formula[name];
       r.varying = !f.uniform;
       r.formula_bytes = f.uniform ? f.each : 0;
-      r.formula_allocations = f.allocations, r.formula_total = f.total, r.formula_peak = f.peak;
+      r.formula_allocations = f.allocations, r.formula_total = f.total, r.formula_peak = peaks[run.index.at(name)];
     }
     u64 current = 0;
     bool uniform = false;

@@ -26,15 +26,15 @@ void print_moe(std::ostream& out, const LedgerCheck& c) {
       << " of " << s.layers << "), "
       << (c.moe_capacity ? "capacity " + std::to_string(c.moe_capacity) + " slots per expert per sample"
                          : std::string("dropless"))
-      << (c.ep > 1 ? "; expert parallel over e = " + std::to_string(c.ep) +
+      << (c.ep > 1 ? ";\n  expert parallel over e = " + std::to_string(c.ep) +
                          ": E/e = " + std::to_string(m.experts / c.ep) + " experts per rank"
                    : std::string())
       << "\n";
   if (c.moe_rows_recorded)
     out << "  rows of each MoE record: taken from the run's routing (ledger ranks[].moe.forwards: n kept slots, m rows "
            "the rank's\n  experts computed, o of its own, per block and forward), since "
-        << (c.ep > 1 ? "expert parallelism sends each rank what the others routed to its experts"
-                     : "the capacity drops what the routing sends past it")
+        << (c.ep > 1 ? "expert parallelism sends each rank what the others\n  routed to its experts"
+                     : "the capacity drops what the routing sends\n  past it")
         << "; s·b·k = " << commas(slots) << " slots per micro-batch routed\n";
   else
     out << "  rows of each MoE record: by the formula, dropless on one process n = m = s·b·k = " << commas(slots)
@@ -52,7 +52,7 @@ void print_moe(std::ostream& out, const LedgerCheck& c) {
                : "NO"});
   t.print(out);
   out << "  an expert: 2·C·F + F + C = " << commas(expert_param_count(GptDims{s.vocab, s.seq, s.hidden, s.layers, m}))
-      << " parameters; a MoE block: attention, the router E·C and E/e experts in place of the MLP's 8C² + 5C\n";
+      << " parameters;\n  a MoE block: attention, the router E·C and E/e experts in place of the MLP's 8C² + 5C\n";
 }
 
 void print_moe_activations(std::ostream& out, const LedgerCheck& c) {
@@ -61,7 +61,7 @@ void print_moe_activations(std::ostream& out, const LedgerCheck& c) {
   out << "\nActivations over the run, rank 0 (s=" << s.seq << " b=" << s.micro_batch << " h=" << s.hidden
       << " a=" << s.heads << " L=" << s.layers << ", w=" << s.width << " B, w_s=" << s.stat_width << " B, "
       << attention_name(s.attention) << " attention, recompute " << recompute_name(s.recompute)
-      << "; plan/activation_items.h, plan/moe_items.h):\n"
+      << ";\n  plan/activation_items.h, plan/moe_items.h):\n"
       << "  a MoE record's size follows its rows, so each item is compared over the whole run: allocations, the bytes\n"
       << "  they add up to, and the item's own peak; B each where every allocation has the same size\n";
   Table t({"item", "B each", "allocations", "bytes allocated", "measured", "peak", "measured", "match"});
@@ -73,7 +73,7 @@ void print_moe_activations(std::ostream& out, const LedgerCheck& c) {
            r.match ? "yes" : "NO"});
   t.print(out);
   const RankCheck& r0 = c.ranks[0];
-  out << "  activation peak (training's schedule with each record its size, and evaluation's forwards): formula "
+  out << "  activation peak (training's schedule with each record its size, and evaluation's forwards):\n  formula "
       << commas(r0.peak_formula) << " B, measured " << commas(r0.peak_measured) << " B"
       << (r0.peak_formula == r0.peak_measured ? "" : "  MISMATCH") << "\n";
   int bad = 0;
@@ -91,7 +91,8 @@ void print_ep(std::ostream& out, const LedgerCheck& c) {
          "comm.totals;\n"
       << "  counts: E/e = " << E / e << " int32 per member each way; dispatch: sends (n − o)·h·w, receives (m − o)·h·w;"
       << " combine the reverse;\n  h·w = " << s.hidden << "·" << w << " = " << s.hidden * w
-      << " B per row; per MoE block and micro-batch: forward counts + dispatch + combine, backward dispatch + combine"
+      << " B per row;\n  per MoE block and micro-batch: forward counts + dispatch + combine, backward dispatch + "
+         "combine"
       << (s.recompute == Recompute::full ? " (after the recomputed forward's three)" : "") << ";\n"
       << "  each call's elements count its own chunk (copied, not sent) both ways; f / m ! = formula / measured "
          "differ\n";
@@ -106,15 +107,16 @@ void print_ep(std::ostream& out, const LedgerCheck& c) {
     const EpRow& r = rc.ep;
     out << "  rank " << rc.rank << ": " << r.records_checked << " kept call records checked one by one"
         << (r.bad_records.empty() ? ", all as the formula" : ", " + std::to_string(r.bad_records.size()) + " wrong")
-        << "; sent " << commas(r.sent) << " B over the run, " << commas(r.sent_even) << " B at an even load ("
+        << ";\n    sent " << commas(r.sent) << " B over the run, " << commas(r.sent_even) << " B at an even load ("
         << (r.sent_even ? fixed(100.0L * r.sent / r.sent_even, 1) + "%" : std::string("-")) << ")\n";
   }
   out << "  even load: every dispatch and combine s·b·k·h·w·(e−1)/e = "
       << commas(ep_even_layer_bytes(s.seq * s.micro_batch, s.moe.top_k, s.hidden, w, E, e).all_to_all)
-      << " B; the routing decides the rest (C25: uneven load, ranks wait in the all-to-all)\n"
+      << " B;\n  the routing decides the rest (C25: uneven load, ranks wait in the all-to-all)\n"
       << "  gradients: the dense tensors' all-reduce over dp·e = " << c.grid_dp * e
       << " ranks, the experts' over dp = " << c.grid_dp
-      << (c.grid_dp == 1 ? " (none: each expert lives on one rank)" : "") << ", range by range (the dp table above)\n";
+      << (c.grid_dp == 1 ? " (none: each expert lives on one rank)" : "")
+      << ",\n  range by range (the dp table above)\n";
 }
 
 std::string moe_mismatches(const LedgerCheck& c, const RankCheck& rc) {

@@ -47,35 +47,47 @@ std::vector<ActivationItem> moe_block_items(const ActivationShape& s, const MoeR
 }
 
 namespace {
-// The walk of one forward (as ModelChunk::forward allocates) and of one backward (as it frees), on `alive`.
+// The walk of one forward (as ModelChunk::forward allocates) and of one backward (as it frees), part by part.
 struct Walk {
   bool full;
-  u64 alive = 0, peak = 0;
-  void add(u64 b) { peak = std::max(peak, alive += b); }
-  void forward(const ChunkRecords& r) {
+  std::vector<u64> alive, peak;
+  Walk(bool f, size_t parts) : full(f), alive(parts, 0), peak(parts, 0) {}
+  void add(const std::vector<u64>& b) {
+    for (size_t i = 0; i < alive.size(); ++i) peak[i] = std::max(peak[i], alive[i] += b[i]);
+  }
+  void sub(const std::vector<u64>& b) {
+    for (size_t i = 0; i < alive.size(); ++i) alive[i] -= b[i];
+  }
+  void forward(const PartRecords& r) {
     const size_t n = r.rest.size();
     add(r.x);  // block 0's input (the embedding's output, or the previous chunk's)
     for (size_t l = 0; l < n; ++l) {
       add(r.rest[l]);  // the record, as the block's forward allocates it
       if (l + 1 < n) add(r.x);
       if (l + 1 == n && r.head) add(r.head_x);
-      if (full) alive -= r.rest[l];  // full recompute keeps only the input
+      if (full) sub(r.rest[l]);  // full recompute keeps only the input
     }
     if (r.head) add(r.head_rest);
   }
-  void backward(const ChunkRecords& r) {
-    const size_t n = r.rest.size();
-    if (r.head) alive -= r.head_rest + r.head_x;
-    for (size_t l = n; l-- > 0;) {
+  void backward(const PartRecords& r) {
+    if (r.head) sub(r.head_rest), sub(r.head_x);
+    for (size_t l = r.rest.size(); l-- > 0;) {
       if (full) add(r.rest[l]);  // the record again, recomputed
-      alive -= r.rest[l] + r.x;
+      sub(r.rest[l]), sub(r.x);
     }
   }
 };
+
+PartRecords one_part(const ChunkRecords& r) {
+  PartRecords p{{r.x}, {}, r.head, {r.head_x}, {r.head_rest}};
+  for (u64 b : r.rest) p.rest.push_back({b});
+  return p;
+}
 }  // namespace
 
-u64 records_peak(const StageActions& actions, bool full_recompute, const RecordsOf& records) {
-  Walk w{full_recompute};
+std::vector<u64> part_peaks(const StageActions& actions, bool full_recompute, size_t parts,
+                            const std::function<const PartRecords&(int, int)>& records) {
+  Walk w(full_recompute, parts);
   for (const Action& a : actions) {
     if (a.act == Act::forward) w.forward(records(a.micro_batch, a.chunk));
     if (a.act == Act::backward) w.backward(records(a.micro_batch, a.chunk));
@@ -83,10 +95,16 @@ u64 records_peak(const StageActions& actions, bool full_recompute, const Records
   return w.peak;
 }
 
+u64 records_peak(const StageActions& actions, bool full_recompute, const RecordsOf& records) {
+  PartRecords r;
+  return part_peaks(actions, full_recompute, 1,
+                    [&](int mb, int chunk) -> const PartRecords& { return r = one_part(records(mb, chunk)); })[0];
+}
+
 u64 forward_peak(const ChunkRecords& r, bool full_recompute) {
-  Walk w{full_recompute};
-  w.forward(r);
-  return w.peak;
+  Walk w(full_recompute, 1);
+  w.forward(one_part(r));
+  return w.peak[0];
 }
 
 u64 moe_model_activation_peak(const ActivationShape& s) {
@@ -103,10 +121,11 @@ u64 moe_model_activation_peak(const ActivationShape& s) {
     r.rest.push_back(rest);
   }
   for (const ActivationItem& i : head_items(s)) (i.name == "head.x" ? r.head_x : r.head_rest) += i.bytes;
-  Walk w{s.recompute == Recompute::full};
-  w.forward(r);
-  w.backward(r);
-  return w.peak;
+  Walk w(s.recompute == Recompute::full, 1);
+  const PartRecords p = one_part(r);
+  w.forward(p);
+  w.backward(p);
+  return w.peak[0];
 }
 
 }  // namespace shardlab::plan

@@ -58,6 +58,17 @@ using RecordsOf = std::function<ChunkRecords(int micro_batch, int chunk)>;
 // alive, records(micro-batch, chunk) as ModelChunk allocates and frees them: plan/pipeline_stages.h's walk with
 // each record its own size.
 std::uint64_t records_peak(const StageActions& actions, bool full_recompute, const RecordsOf& records);
+
+// The same walk for several parts of the records at once (e.g. each item apart, and their sum): every field a
+// vector of the parts' bytes; returns each part's peak.
+struct PartRecords {
+  std::vector<std::uint64_t> x;
+  std::vector<std::vector<std::uint64_t>> rest;
+  bool head = false;
+  std::vector<std::uint64_t> head_x, head_rest;
+};
+std::vector<std::uint64_t> part_peaks(const StageActions& actions, bool full_recompute, std::size_t parts,
+                                      const std::function<const PartRecords&(int micro_batch, int chunk)>& records);
 // One forward whose records are dropped after it (evaluation): its peak.
 std::uint64_t forward_peak(const ChunkRecords& r, bool full_recompute);
 // One micro-batch through the whole model, forward then backward, every MoE block dropless on one process (n = m =

@@ -47,7 +47,7 @@ void print_expert_parallel(std::ostream& out, const EpRequest& q, const Recipe& 
            "two matrices, full\n  multi-head attention, learned positions: Mixtral's SwiGLU experts (three matrices) "
            "and grouped-query attention\n  give it 46.7B parameters, 12.9B active per token (the paper's numbers)\n";
   out << "  C25 \"experts live on different ranks\": rank r holds experts [r·E/e, (r+1)·E/e) of every MoE block, E/e = "
-      << E / e << "; the router and every dense tensor are whole on each rank\n";
+      << E / e << ";\n  the router and every dense tensor are whole on each rank\n";
   const Unit u = unit_for(total * per_param);
   Table t({"parameters", "formula", "count", "model states", u.name});
   auto row = [&](const std::string& what, const std::string& formula, u64 n) {
@@ -61,13 +61,14 @@ void print_expert_parallel(std::ostream& out, const EpRequest& q, const Recipe& 
   out << "  model states at " << per_param << " B/param (" << recipe_label(recipe) << "): a rank holds "
       << fixed(100.0L * mine / total, 1) << "% of the whole model's";
   if (mine * per_param > kGpuBytes)
-    out << " — still " << fixed(mine * per_param / kGpuBytes, 2) << " × an 80 GB GPU: add ZeRO over dp or --tp";
+    out << "\n  — still " << fixed(mine * per_param / kGpuBytes, 2)
+        << " × an 80 GB GPU: the dense part wants sharding too (ZeRO over dp, or tp)";
   out << "\n";
   const EpLayerBytes b = ep_even_layer_bytes(q.seq * q.micro_batch, k, h, w, E, e);
   out << "  C25 \"each MoE layer does two all-to-alls (dispatch, combine)\": a rank routes s·b·k = " << q.seq << "·"
-      << q.micro_batch << "·" << k << " = " << commas(b.rows) << " slots per micro-batch; at an even load a\n  "
-      << "fraction (e−1)/e of them goes to other ranks' experts and comes back: s·b·k·h·w·(e−1)/e each way (w = " << w
-      << " B, the compute type; bf16 rows would send half)\n";
+      << q.micro_batch << "·" << k << " = " << commas(b.rows) << " slots per micro-batch;\n  at an even load a "
+      << "fraction (e−1)/e of them goes to other ranks' experts and comes back: s·b·k·h·w·(e−1)/e each way\n  (w = "
+      << w << " B, the compute type; bf16 rows would send half)\n";
   const Unit v = unit_for(b.total() * Lm * q.accum);
   Table a({"per MoE layer and micro-batch", "bytes sent (= received)", v.name});
   auto line = [&](const std::string& what, u64 bytes) { a.row({what, commas(bytes), in_unit(bytes, v)}); };
@@ -80,7 +81,8 @@ void print_expert_parallel(std::ostream& out, const EpRequest& q, const Recipe& 
   line("per MoE layer (4 all-to-alls of rows + the counts)", b.total());
   line("per step: × L_moe = " + std::to_string(Lm) + " × A = " + std::to_string(q.accum), b.total() * Lm * q.accum);
   a.print(out);
-  out << "  (--recompute full repeats the forward's three; the gradients then all-reduce the dense tensors over dp·e = "
+  out << "  (--recompute full repeats the forward's three; the gradients then all-reduce the dense tensors over\n  "
+         "dp·e = "
       << q.dp * e << " ranks and each expert's over dp = " << q.dp << (q.dp == 1 ? ": none" : "") << ")\n";
   out << "  C25 \"routing is input-dependent, so load imbalance idles ranks\": these bytes assume every expert gets "
          "s·b·k/E slots;\n  the router decides per token, so one rank's experts may get more rows — it computes "

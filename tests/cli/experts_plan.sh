@@ -37,7 +37,8 @@ moe_run() {
   "$S" plan --ledger "$dir/ledger.json" >"$dir.plan" 2>&1
   rc=$?
   if [ $rc = 0 ] && grep -q "^result: every rank, category, $want.* matches exactly" "$dir.plan"; then
-    ok "(1) $name: plan --ledger: $(grep -o 'activation peak (training.*' "$dir.plan" | sed 's/.*formula //')"
+    ok "(1) $name: plan --ledger passes; activation peak: $(grep -A1 '^  activation peak (training' "$dir.plan" |
+      tail -n 1 | sed 's/^ *formula //')"
   else
     fail "(1) $name: plan --ledger" "exit $rc: $(grep -E '^result|error' "$dir.plan" | cut -c1-300 || last "$dir.plan")"
   fi
@@ -102,7 +103,7 @@ import json, sys; d = json.load(open('$D/cap/ledger.json')); sys.exit(0 if d['mo
 else
   fail "(1) capacity 1.0 drops and the rows come from the run" "$(grep -m1 'rows of each' "$D/cap.plan")"
 fi
-sed -n 's/^  rank 0: \(.*kept call records.*\)/\1/p' "$D/ep2.plan" | head -n 1 | sed 's/^/# ep 2, rank 0: /'
+grep -A1 '^  rank 0: .*kept call records' "$D/ep2.plan" | tr -s ' \n' ' ' | sed 's/^ */# ep 2, /; s/ *$/\n/'
 
 # ---------------------------------------------------------------- (2) tampered ledgers
 # tampered NAME DIR WANT_RC PATTERN PYTHON: DIR's ledger edited by PYTHON (d: the ledger) gives exit WANT_RC and
