@@ -10,7 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "check/activation_check.h"
 #include "check/ledger_read.h"
+#include "check/moe_rank_check.h"
 #include "check/pipeline_section_check.h"
 #include "comm/grid_coords.h"
 #include "parallel/schedule.h"
@@ -43,93 +45,6 @@ std::vector<LedgerRow> check_states(const Json& rank, const PerCategory& formula
 
 bool times_equals(u64 per_step, u64 steps, u64 measured) { return u128(per_step) * steps == u128(measured); }
 
-// The rank's stage: its blocks, whether it holds the head, and the activation peak its schedule leaves.
-struct StageFacts {
-  u64 blocks = 0;
-  bool head = true;
-  u64 peak = 0;
-};
-StageShape stage_shape(const LedgerCheck& c) {
-  const ActivationShape& a = c.activation_shape;
-  return StageShape{GptDims{a.vocab, a.seq, a.hidden, a.layers},
-                    c.tp,
-                    c.sequence_parallel,
-                    c.pp,
-                    c.virtual_stages,
-                    c.pp_layers,
-                    c.cp};
-}
-StageFacts stage_facts(const LedgerCheck& c, int stage) {
-  const StageShape sh = stage_shape(c);
-  const PipelinePartition part = stage_partition(sh);
-  const std::vector<StageActions> actions =
-      make_schedule(c.schedule, c.pp, static_cast<int>(c.layout.accum), c.virtual_stages);
-  return {static_cast<u64>(stage_blocks(sh, stage)), part.held_units(stage).back(),
-          stage_activation_peak(c.activation_shape, part, stage, actions[stage])};
-}
-
-// An activation item's totals against its size and count: everything allocated, nothing held at the end (a
-// record is released after its backward), a peak of whole records within both.
-void check_item_totals(const Json& it, const std::string& where, u64 each, u64 allocations, u64 category_peak) {
-  const u64 total = need_u64(it, "bytes_allocated", where), peak = need_u64(it, "peak", where),
-            current = need_u64(it, "current", where);
-  if (total != each * allocations)
-    throw std::runtime_error(where + ": bytes_allocated " + std::to_string(total) + " is not bytes_each " +
-                             std::to_string(each) + " × allocations " + std::to_string(allocations));
-  if (current != 0)
-    throw std::runtime_error(where + ": " + std::to_string(current) +
-                             " bytes still held at the end of the run (every record is released after its backward)");
-  if (peak > total || (each != 0 && peak % each != 0) || peak > category_peak)
-    throw std::runtime_error(where + ": peak " + std::to_string(peak) + " is not a whole number of records of " +
-                             std::to_string(each) + " bytes within the " + std::to_string(total) +
-                             " allocated and the activation peak " + std::to_string(category_peak));
-}
-
-// Every saved tensor of one rank against the itemised formula, and the activation peak.
-void check_activations(const Json& rank, const LedgerCheck& c, u64 micro_batches, const StageFacts& st, RankCheck* rc) {
-  const ActivationShape& s = c.activation_shape;
-  const u64 L = st.blocks, twice = s.recompute == Recompute::full ? 2 : 1;
-  std::map<std::string, std::pair<u64, u64>> formula;  // item → bytes each, allocations
-  for (const ActivationItem& i : block_items(s))
-    formula[i.name] = {i.bytes, L * micro_batches * (i.name == "block.x" ? 1 : twice)};
-  if (st.head)
-    for (const ActivationItem& i : head_items(s)) formula[i.name] = {i.bytes, micro_batches};
-  const Json& memory = need(rank, "memory", "rank " + std::to_string(rc->rank));
-  const Json items = memory.contains("items") ? memory.at("items") : Json::object();
-  std::map<std::string, std::pair<u64, u64>> measured;
-  for (const auto& [name, it] : items.items()) {
-    if (name.rfind("block.", 0) != 0 && name.rfind("head.", 0) != 0) continue;  // activations only
-    const std::string where = "rank " + std::to_string(rc->rank) + " memory.items." + name;
-    measured[name] = {it.contains("bytes_each") ? need_u64(it, "bytes_each", where) : ~u64(0),
-                      need_u64(it, "allocations", where)};
-  }
-  std::vector<std::string> names;  // the formula's order (the model's), then anything the formula lacks
-  for (const ActivationItem& i : block_items(s)) names.push_back(i.name);
-  if (st.head)
-    for (const ActivationItem& i : head_items(s)) names.push_back(i.name);
-  for (const auto& [n, v] : measured)
-    if (!formula.count(n)) names.push_back(n);
-  for (const std::string& name : names) {
-    ActivationRow r;
-    r.item = name;
-    r.in_formula = formula.count(name) > 0;
-    r.in_ledger = measured.count(name) > 0;
-    if (r.in_formula) std::tie(r.formula_bytes, r.formula_allocations) = formula[name];
-    if (r.in_ledger) std::tie(r.measured_bytes, r.measured_allocations) = measured[name];
-    r.match = r.in_formula && r.in_ledger && r.formula_bytes == r.measured_bytes &&
-              r.formula_allocations == r.measured_allocations;
-    // An item that matches the formula: its other numbers follow from those two and from the run, and a
-    // ledger contradicting itself there (edited, or a bug in its bookkeeping) is refused, not passed.
-    if (r.match)
-      check_item_totals(items.at(name), "rank " + std::to_string(rc->rank) + " memory.items." + name, r.measured_bytes,
-                        r.measured_allocations,
-                        need_u64(need(memory, "activation", "memory"), "peak", "memory.activation"));
-    rc->activations.push_back(r);
-  }
-  rc->peak_formula = st.peak;
-  rc->peak_measured = need_u64(need(memory, "activation", "memory"), "peak", "memory.activation");
-}
-
 void read_layout(const Json& j, LedgerCheck* c) {
   const Json& l = need(j, "layout", "the ledger");
   c->sharded = true;
@@ -141,12 +56,22 @@ void read_layout(const Json& j, LedgerCheck* c) {
     c->sequence_parallel = l.at("sequence_parallel").get<bool>();
   }
   if (l.contains("cp")) c->cp = need_in(l, "cp", "layout", 1, 1u << 20);
+  if (l.contains("ep")) c->ep = need_in(l, "ep", "layout", 1, 1u << 20);
+  if (l.contains("bucket_mb")) {
+    if (!l.at("bucket_mb").is_number() || !(l.at("bucket_mb").get<double>() > 0))
+      throw std::runtime_error("layout.bucket_mb must be a positive number");
+    c->bucket_mb = l.at("bucket_mb").get<double>();
+  } else if (c->ep > 1) {
+    throw std::runtime_error("layout.ep " + std::to_string(c->ep) +
+                             " without layout.bucket_mb (where the gradient "
+                             "all-reduces cut)");
+  }
   if (l.contains("cp_split")) {
     const std::string word = need_string(l, "cp_split", "layout");
     if (!read_word(kContextSplitWords, word, &c->cp_split))
       throw std::runtime_error("unknown layout.cp_split \"" + word + "\"");
   }
-  c->layout.dp = c->grid_dp * c->cp;  // the gradient group: dp × cp (comm/process_grid.h)
+  c->layout.dp = c->grid_dp * c->cp * c->ep;  // the gradient group: dp × cp × ep (comm/process_grid.h)
   if (l.contains("ranks_per_node")) c->world_ranks_per_node = need_u64(l, "ranks_per_node", "layout");
   if (c->world_ranks_per_node % c->tp != 0)
     throw std::runtime_error("layout.ranks_per_node is not a multiple of layout.tp (tp partners share a node)");
@@ -163,7 +88,8 @@ void read_layout(const Json& j, LedgerCheck* c) {
   // Gradient-group partners (dp × cp) with the same pp and tp coordinates: a node holding whole replicas
   // (K a multiple of tp × pp × cp) holds K/(tp·pp) of them; a smaller node the members of its stage's cp ranks
   // on it, min(K, cp·tp)/tp (1 without cp).
-  const u64 K = c->world_ranks_per_node, replica = c->tp * c->pp * c->cp, ring = c->cp * c->tp;
+  // With expert parallelism the ring's links are followed rank by rank instead (check/moe_rank_check.h).
+  const u64 K = c->ep > 1 ? 0 : c->world_ranks_per_node, replica = c->tp * c->pp * c->cp, ring = c->cp * c->tp;
   if (K && K % replica != 0 && replica % K != 0)
     throw std::runtime_error("layout.ranks_per_node " + std::to_string(K) +
                              " neither holds whole pipeline replicas (tp × pp × cp = " + std::to_string(replica) +
@@ -183,16 +109,21 @@ void read_layout(const Json& j, LedgerCheck* c) {
     throw std::runtime_error("unknown layout.comm \"" + comm + "\" (ring or mpi)");
   const std::string bad = layout_error(c->layout);
   if (!bad.empty()) throw std::runtime_error("layout: " + bad);
-  if (static_cast<u64>(c->world_size) != c->grid_dp * c->pp * c->cp * c->tp)
+  const u64 world = c->grid_dp * c->pp * c->cp * c->ep * c->tp;
+  if (static_cast<u64>(c->world_size) != world)
     throw std::runtime_error("world_size " + std::to_string(c->world_size) +
-                             " is not layout.dp × pp × cp × tp = " + std::to_string(c->grid_dp) + " × " +
-                             std::to_string(c->pp) + " × " + std::to_string(c->cp) + " × " + std::to_string(c->tp) +
-                             " = " + std::to_string(c->grid_dp * c->pp * c->cp * c->tp));
+                             " is not layout.dp × pp × cp × ep × tp = " + std::to_string(c->grid_dp) + " × " +
+                             std::to_string(c->pp) + " × " + std::to_string(c->cp) + " × " + std::to_string(c->ep) +
+                             " × " + std::to_string(c->tp) + " = " + std::to_string(world));
+  if (c->ep > 1 && c->layout.strategy != Strategy::dp)
+    throw std::runtime_error("layout.ep " + std::to_string(c->ep) + " with " + strategy_name(c->layout.strategy) +
+                             ": no run does that (expert parallelism keeps replicated states)");
   c->sharding = shard_layout(c->layout, c->psi);
   c->comm_checked = c->comm_impl == CommImpl::ring;
   c->tp_checked = c->comm_checked && c->tp > 1;
   c->pp_checked = c->pp > 1;
   c->cp_checked = c->cp > 1;
+  c->ep_checked = c->ep > 1;
   const std::pair<const char*, u64> derived[] = {{"shard_group", static_cast<u64>(c->sharding.group)},
                                                  {"padded_params", c->sharding.padded()},
                                                  {"shard", c->sharding.shard()}};
@@ -219,6 +150,9 @@ bool LedgerCheck::ok() const {
     if (tp_checked && !r.tp.match) return false;
     if (pp_checked && !r.pp.match) return false;
     if (cp_checked && !r.cp.match) return false;
+    if (ep_checked && !r.ep.match) return false;
+    if (!r.moe_problems.empty()) return false;
+    if (r.expert_params_measured >= 0 && std::uint64_t(r.expert_params_measured) != r.expert_params) return false;
     if (r.psi_measured && r.psi_measured != r.psi) return false;
     if (activations_checked && !r.activations_match()) return false;
     if (r.param_peak_checked && r.param_peak_measured > r.param_peak_bound) return false;
@@ -259,14 +193,16 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
     if (c.activation_shape.attention != AttentionKernel::flash)
       throw std::runtime_error("layout.cp " + std::to_string(c.cp) + " with naive attention: no run does that");
   }
-  if (c.activations_checked && c.tp > 1 && c.pp == 1) {  // Ψ_t from the dims (C19); stages: per rank below
+  read_moe_section(j, &c);  // the experts (claim C25), if any
+  const bool moe = c.activation_shape.moe.on();
+  if (c.activations_checked && (c.tp > 1 || moe) && c.pp == 1) {  // Ψ_t (C19), E/ep experts (C25); stages: below
     const ActivationShape& a = c.activation_shape;
-    const u64 formula = tp_param_count(GptDims{a.vocab, a.seq, a.hidden, a.layers}, c.tp);
-    c.layout_rows.push_back({"params (Ψ_t)", formula, c.psi, formula == c.psi});
+    const u64 formula = tp_param_count(GptDims{a.vocab, a.seq, a.hidden, a.layers, a.moe}, c.tp, c.ep);
+    c.layout_rows.push_back({moe ? "params (dense + E/ep experts)" : "params (Ψ_t)", formula, c.psi, formula == c.psi});
   }
 
   // Without a layout only rank 0 is checked, against the unsharded formula (claims C1, C3, C11).
-  const u64 checked = c.sharded ? c.grid_dp * c.pp * c.cp * c.tp : 1;
+  const u64 checked = c.sharded ? c.grid_dp * c.pp * c.cp * c.ep * c.tp : 1;
   if (c.pp > 1 && !c.activations_checked) throw std::runtime_error("a pipeline ledger needs model.activations");
   if (c.pp > 1)
     if (const std::string why = pipeline_problem(static_cast<int>(c.activation_shape.layers), c.pp, c.virtual_stages,
@@ -287,12 +223,14 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
     if (!by_rank[k]) throw std::runtime_error("no entry with \"rank\": " + std::to_string(k) + " in \"ranks\"");
     RankCheck rc;
     rc.rank = static_cast<int>(k);
-    const GridCoords at = coords_of_rank(GridSizes{int(c.grid_dp), int(c.tp), c.pp, int(c.cp)}, static_cast<int>(k));
+    const GridCoords at =
+        coords_of_rank(GridSizes{int(c.grid_dp), int(c.tp), c.pp, int(c.cp), int(c.ep)}, static_cast<int>(k));
     rc.tp_rank = at.tp;
     rc.pp_rank = at.pp;
     rc.cp_rank = at.cp;
+    rc.ep_rank = at.ep;
     rc.dp_rank = at.dp;
-    rc.grad_member = u64(at.dp) * c.cp + u64(at.cp);
+    rc.grad_member = (u64(at.dp) * c.cp + u64(at.cp)) * c.ep + u64(at.ep);
     // The parameters this rank holds: its stage's units, its tp slice of them (claims C19, C26).
     rc.psi = c.psi;
     std::vector<bool> held;
@@ -313,7 +251,9 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
       rc.param_peak_measured = need_u64(need(need(*by_rank[k], "memory", where), "param", where + " memory"), "peak",
                                         where + " memory.param");
     }
-    if (c.activations_checked) {  // claims C4-C6, C27, C28: every saved tensor, exactly
+    if (moe) {  // claim C25: the experts, their rows, activations and all-to-alls (and the dp rings under ep)
+      check_moe_rank(*by_rank[k], c, held, &rc);
+    } else if (c.activations_checked) {  // claims C4-C6, C27, C28: every saved tensor, exactly
       const ActivationShape& a = c.activation_shape;
       const StageFacts st =
           c.pp > 1 ? stage_facts(c, rc.pp_rank) : StageFacts{a.layers, true, activation_peak(a, a.layers, true)};
@@ -327,7 +267,7 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
       rc.pp.measured = measured_pp_sent(*by_rank[k], where);
       rc.pp.match = times_equals(rc.pp.formula, c.steps, rc.pp.measured);
     }
-    if (c.comm_checked) {  // claims C8, C12, C14: ring bytes per step, exactly
+    if (c.comm_checked && !c.ep_checked) {  // claims C8, C12, C14: ring bytes per step, exactly
       CommRow& m = rc.comm;
       m.formula = step_comm_bytes(c.recipe, rc.psi, c.layout, static_cast<int>(rc.grad_member));
       m.measured = measured_dp_ring(*by_rank[k], where);
@@ -341,7 +281,7 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
       if (!c.activations_checked) throw std::runtime_error("a tp ledger without model.activations cannot be checked");
       const ActivationShape& a = c.activation_shape;
       TpShape t;
-      t.gpt = GptDims{a.vocab, a.seq, a.hidden, a.layers};
+      t.gpt = GptDims{a.vocab, a.seq, a.hidden, a.layers, a.moe};
       t.micro_batch = a.micro_batch;
       t.accum = c.layout.accum;
       t.tp = c.tp;

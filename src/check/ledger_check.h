@@ -32,8 +32,15 @@
 // most its shard plus two gathered units (the one computing, the one prefetched) — a gathered unit kept alive
 // longer (until backward, say) breaks the bound.
 //
+// With experts (the ledger's "moe" section, claim C25): every rank's parameters against the dense blocks plus each
+// MoE block's router and E/ep experts (plan/state_bytes.h), its moe.expert_params, and its activations over the
+// run with each MoE record sized by its rows (check/activation_check.h; the rows: check/moe_check.h). With expert
+// parallelism (layout.ep > 1) the world is dp × pp × cp × ep × tp; every all-to-all on axis ep against
+// plan/ep_bytes.h, totals and each kept record (check/moe_check.h); and the dp axis's all-reduces per step — the
+// dense gradients over the dp·ep ranks, the experts' over dp (none at dp = 1) — range by range (plan/ep_bytes.h).
+//
 // Leaves out: other memory peaks (workspace is not a formula), other ops on the dp and tp axes (e.g. the
-// loss's "all_gather_value"), the EP axis, and the comm bytes of "mpi" runs (MPI's internal
+// loss's "all_gather_value"), and the comm bytes of "mpi" runs (MPI's internal
 // traffic is not observable; those runs check model states only).
 #pragma once
 
@@ -42,6 +49,7 @@
 #include <vector>
 
 #include "check/cp_check.h"
+#include "check/moe_check.h"
 #include "comm/comm_impl.h"
 #include "model/token_positions.h"
 #include "parallel/schedule.h"
@@ -79,6 +87,10 @@ struct ActivationRow {
   std::uint64_t formula_allocations = 0, measured_allocations = 0;
   bool in_formula = false, in_ledger = false;
   bool match = false;
+  // With experts the sizes follow the routing: the run's bytes allocated and the item's peak are compared too.
+  bool totals = false;
+  bool varying = false;  // the formula's allocations differ in size (then no bytes each)
+  std::uint64_t formula_total = 0, measured_total = 0, formula_peak = 0, measured_peak = 0;
 };
 
 // One rank's ring traffic on axis "tp" by purpose, per step (plan/tp_bytes.h).
@@ -98,16 +110,21 @@ struct PpRow {
 
 struct RankCheck {
   int rank = 0;
-  int dp_rank = 0, pp_rank = 0, cp_rank = 0, tp_rank = 0;  // comm/grid_coords.h: ((dp·PP + pp)·CP + cp)·TP + tp
-  std::uint64_t grad_member = 0;           // its index in the gradient group (dp × cp): dp_rank·CP + cp_rank
-  std::uint64_t psi = 0;                   // the parameters this rank holds, by the formula
-  std::uint64_t psi_measured = 0;          // ranks[].params (0 if the ledger has none)
-  TpRow tp;                                // when LedgerCheck::tp_checked
-  PpRow pp;                                // when LedgerCheck::pp_checked
-  CpRow cp;                                // when LedgerCheck::cp_checked
-  std::vector<LedgerRow> states;           // one per model-state category, in ledger order
-  CommRow comm;                            // compared only when LedgerCheck::comm_checked
-  std::vector<ActivationRow> activations;  // when LedgerCheck::activations_checked
+  int dp_rank = 0, pp_rank = 0, cp_rank = 0, ep_rank = 0, tp_rank = 0;  // comm/grid_coords.h
+  std::uint64_t grad_member = 0;  // its index in the gradient group (dp × cp × ep): (dp_rank·CP + cp_rank)·EP + ep_rank
+  std::uint64_t psi = 0;          // the parameters this rank holds, by the formula
+  std::uint64_t psi_measured = 0;            // ranks[].params (0 if the ledger has none)
+  TpRow tp;                                  // when LedgerCheck::tp_checked
+  PpRow pp;                                  // when LedgerCheck::pp_checked
+  CpRow cp;                                  // when LedgerCheck::cp_checked
+  EpRow ep;                                  // when LedgerCheck::ep_checked
+  std::uint64_t expert_params = 0;           // with experts: the formula's (E/ep experts per MoE block) …
+  std::int64_t expert_params_measured = -1;  // … and moe.expert_params (-1: absent)
+  std::vector<std::string> moe_problems;     // recorded rows that contradict the formula (dropless, one process)
+  std::uint64_t kept_min = 0, kept_max = 0, received_min = 0, received_max = 0;  // n, m over its training forwards
+  std::vector<LedgerRow> states;                      // one per model-state category, in ledger order
+  CommRow comm;                                       // compared only when LedgerCheck::comm_checked
+  std::vector<ActivationRow> activations;             // when LedgerCheck::activations_checked
   std::uint64_t peak_formula = 0, peak_measured = 0;  // the activation peak
   // Sharded parameters (ZeRO-3, FSDP full/hybrid): the param peak against its bound — the shard plus two
   // gathered units (the one computing and the one prefetched), each at most the largest unit and its padding.
@@ -145,8 +162,13 @@ struct LedgerCheck {
   std::uint64_t grid_dp = 1;  // layout.dp as recorded: the dp axis of the grid
   std::uint64_t cp = 1;       // layout.cp (1 when absent)
   ContextSplit cp_split = ContextSplit::zigzag;
-  bool cp_checked = false;  // cp > 1
-  ActivationShape activation_shape;
+  bool cp_checked = false;           // cp > 1
+  std::uint64_t ep = 1;              // layout.ep (1 when absent)
+  bool ep_checked = false;           // ep > 1
+  bool moe_rows_recorded = false;    // with experts: n and m from the run's rows (capacity or ep), not s·b·k
+  std::uint64_t moe_capacity = 0;    // slots per expert per sample (0: dropless)
+  double bucket_mb = 1.0;            // layout.bucket_mb: the gradient buckets (ep: where the all-reduces cut)
+  ActivationShape activation_shape;  // .moe: the experts (off without a "moe" section)
   std::vector<LayoutRow> layout_rows;
   std::vector<RankCheck> ranks;  // in rank order; without a layout only rank 0
   bool ok() const;               // every row of every rank (and every layout row) matches

@@ -3,6 +3,7 @@
 
 #include <ostream>
 
+#include "check/moe_report.h"
 #include "core/paths.h"
 #include "report/format.h"
 
@@ -241,22 +242,24 @@ void print_activations(std::ostream& out, const LedgerCheck& c) {
 }
 
 void print_result(std::ostream& out, const LedgerCheck& c) {
+  const std::string moe =
+      c.activation_shape.moe.on() ? std::string(", MoE record") + (c.ep_checked ? ", ep all-to-all" : "") : "";
   if (c.ok()) {
     if (!c.sharded)
       out << "result: every category matches exactly\n";
     else if (c.pp_checked)
-      out << "result: every rank, category, ring total" << (c.tp_checked ? ", tp total" : "")
+      out << "result: every rank, category" << moe << ", ring total" << (c.tp_checked ? ", tp total" : "")
           << (c.cp_checked ? ", cp message" : "") << " and pipeline stage matches exactly\n";
     else if (c.cp_checked)
-      out << "result: every rank, category" << (c.comm_checked ? ", ring total" : "")
+      out << "result: every rank, category" << moe << (c.comm_checked ? ", ring total" : "")
           << (c.tp_checked ? ", tp total" : "") << " and cp message matches exactly"
           << (c.comm_checked ? "" : " (ring bytes not checked: comm mpi)") << "\n";
     else if (c.tp_checked)
-      out << "result: every rank, category, ring total and tp total matches exactly\n";
+      out << "result: every rank, category" << moe << ", ring total and tp total matches exactly\n";
     else if (c.comm_checked)
-      out << "result: every rank, category and ring total matches exactly\n";
+      out << "result: every rank, category" << moe << " and ring total matches exactly\n";
     else
-      out << "result: every rank and category matches exactly (ring bytes not checked: comm mpi)\n";
+      out << "result: every rank" << moe << " and category matches exactly (ring bytes not checked: comm mpi)\n";
     return;
   }
   out << "result: MISMATCH in";
@@ -269,7 +272,7 @@ void print_result(std::ostream& out, const LedgerCheck& c) {
         out << " " << who << mem_name(r.category) << " (measured " << signed_diff(r.measured, r.formula) << " B)";
     if (c.activations_checked && !rc.activations_match()) {
       for (const ActivationRow& r : rc.activations)
-        if (!r.match)
+        if (!r.match && !(r.totals && r.in_formula && r.in_ledger))  // those: moe_mismatches
           out << " " << who << r.item
               << (!r.in_ledger    ? " (missing from the ledger)"
                   : !r.in_formula ? " (not in the formula)"
@@ -306,6 +309,7 @@ void print_result(std::ostream& out, const LedgerCheck& c) {
         out << " " << who << "workspace (" << commas(r.workspace_measured) << " B, below the ring's "
             << commas(r.workspace_floor) << " B)";
     }
+    out << moe_mismatches(c, rc);
     if (rc.psi_measured && rc.psi_measured != rc.psi)
       out << " " << who << "params (ledger " << signed_diff(rc.psi_measured, rc.psi) << ")";
     if (rc.param_peak_checked && rc.param_peak_measured > rc.param_peak_bound)
@@ -339,7 +343,13 @@ int print_ledger_check(std::ostream& out, const std::string& path, const LedgerC
     print_pp(out, c);
     print_cp(out, c);
   }
-  print_activations(out, c);
+  if (c.activation_shape.moe.on()) {
+    print_moe(out, c);
+    print_ep(out, c);
+    print_moe_activations(out, c);
+  } else {
+    print_activations(out, c);
+  }
   print_result(out, c);
   return c.ok() ? 0 : 1;
 }

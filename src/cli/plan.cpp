@@ -1,7 +1,8 @@
 // `shardlab plan`: the chapter's formulas for a preset (the chapter's 7B / 70B), for this project's GPT
 // dims or for a raw parameter count, with the recipe, attention kernel and data-parallel layout given
-// by flags, with --tp, --pp and --cp their sections (report/plan_report.h prints them); `--ledger RUN/ledger.json`
-// instead checks a run's measured bytes against the formulas, every rank, to the byte (exit 1 on any difference).
+// by flags, the model's experts by --moe-*, with --tp, --pp, --cp and --ep their sections (report/plan_report.h prints
+// them); `--ledger RUN/ledger.json` instead checks a run's measured bytes against the formulas, every rank, to the byte
+// (exit 1 on any difference).
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -35,6 +36,7 @@ struct PlanFlags {
   u64 cp = 1;
   ContextSplit cp_split = ContextSplit::zigzag;
   int pp = 1, micro_batches = 4, virtual_stages = 2;
+  u64 ep = 1, moe_experts = 0, moe_top_k = 2, moe_every = 1, moe_ffn = 0;
   double momentum = 0.9, intra_gbps = 300, inter_gbps = 25, dropout = 0;
 };
 
@@ -80,6 +82,14 @@ void define(Flags& f, PlanFlags& v) {
         "context-parallel ranks c: tokens per rank, ring attention's bytes per layer and step, activations ÷ c (C24)");
   f.choice("--cp-split", v.cp_split, kContextSplitWords,
            "which tokens a cp rank holds: zigzag (chunks r and 2c−1−r) or contiguous");
+  f.group("Mixture of experts (claim C25)");
+  f.add("--moe-experts", v.moe_experts, "experts E in place of the MLP of every --moe-every-th block (0: dense)");
+  f.add("--moe-top-k", v.moe_top_k, "experts per token k");
+  f.add("--moe-every", v.moe_every, "MoE in blocks l with l % n == 0");
+  f.add("--moe-ffn", v.moe_ffn, "each expert's width F (0: 4·hidden)");
+  f.add("--ep", v.ep,
+        "expert-parallel ranks e: E/e experts per rank, the all-to-alls per MoE layer (with --preset 7b: a "
+        "Mixtral-8x7B-like model)");
   f.group("Check a run");
   f.add("--ledger", v.ledger, "RUN/ledger.json: measured vs formula, every rank (exit 1 on any difference)");
 }
@@ -215,6 +225,44 @@ void cp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   o.attention = AttentionKernel::flash;
 }
 
+// --moe-* (the model's experts) and --ep (claim C25): the trainer's rules — 1 ≤ k ≤ E, E divisible by e.
+void moe_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
+  const bool moe = f.given("--moe-experts");
+  for (const char* n : {"--moe-top-k", "--moe-every", "--moe-ffn"})
+    if (f.given(n) && (!moe || o.preset_given))
+      throw Fail{std::string(n) + " needs --moe-experts E (without --preset)"};
+  if (moe && o.preset_given)
+    throw Fail{"--preset fixes the model; drop --moe-experts (--preset 7b --ep e: Mixtral-like)"};
+  if (moe) {
+    if (v.moe_experts < 1 || v.moe_experts > 4096) throw Fail{"--moe-experts expects an integer in [1, 4096]"};
+    if (v.moe_top_k < 1 || v.moe_top_k > v.moe_experts)
+      throw Fail{"--moe-top-k " + std::to_string(v.moe_top_k) + " must be between 1 and --moe-experts " +
+                 std::to_string(v.moe_experts)};
+    if (v.moe_every < 1 || v.moe_every > o.gpt.layers)
+      throw Fail{"--moe-every " + std::to_string(v.moe_every) + " must be between 1 and --layers " +
+                 std::to_string(o.gpt.layers)};
+    if (v.moe_ffn > (u64(1) << 24)) throw Fail{"--moe-ffn expects an integer in [0, 16777216]"};
+    o.gpt.moe = ExpertDims{v.moe_experts, v.moe_top_k, v.moe_every, v.moe_ffn};
+  }
+  if (!f.given("--ep")) return;
+  if (v.ep < 1 || v.ep > 4096) throw Fail{"--ep expects an integer in [1, 4096]"};
+  if (o.preset_given && o.preset.name != "7b")
+    throw Fail{"--preset " + o.preset.name + " has no MoE example; give the dims and --moe-experts E"};
+  EpRequest& q = o.ep;
+  q.mixtral = o.preset_given;
+  q.gpt = q.mixtral ? mixtral_like(o.act.seq) : o.gpt;
+  if (!q.gpt.moe.on()) throw Fail{"--ep " + std::to_string(v.ep) + " spreads experts over ranks: add --moe-experts E"};
+  if (q.gpt.moe.experts % v.ep != 0)
+    throw Fail{"--moe-experts " + std::to_string(q.gpt.moe.experts) + " is not divisible by --ep " +
+               std::to_string(v.ep) + " (every ep rank holds E/e whole experts)"};
+  q.ep = v.ep;
+  q.seq = o.act.seq;
+  q.micro_batch = o.act.micro_batch;
+  q.accum = o.pp_given ? u64(o.pp.micro_batches) : o.sharding ? o.dp.layout.accum : 1;
+  q.dp = o.sharding ? o.dp.layout.dp : 1;
+  o.ep_given = true;
+}
+
 PlanRequest request(const Flags& f, const PlanFlags& v) {
   auto has = [&](const char* n) { return f.given(n); };
   PlanRequest o;
@@ -271,6 +319,7 @@ PlanRequest request(const Flags& f, const PlanFlags& v) {
   tp_request(f, v, o);
   pp_request(f, v, o);
   cp_request(f, v, o);
+  moe_request(f, v, o);
   return o;
 }
 
@@ -320,7 +369,12 @@ int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostre
                             "--micro-batches",
                             "--virtual-stages",
                             "--cp",
-                            "--cp-split"})
+                            "--cp-split",
+                            "--moe-experts",
+                            "--moe-top-k",
+                            "--moe-every",
+                            "--moe-ffn",
+                            "--ep"})
         if (flags.given(n)) throw Fail{std::string("--ledger takes the recipe and params from the ledger; drop ") + n};
       return run_ledger(v.ledger, out, err);
     }

@@ -24,6 +24,7 @@
 // keeping (B, T, C) keeps every sum over tokens in the order of the single-process model, which is what
 // lets the layouts reproduce its loss curve bit for bit.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -140,6 +141,16 @@ struct BlockScratch {
   T *full_a, *full_b;  // (N, C): a region's gathered input / output gradient (sequence parallel)
   // bf16 records: compute slots, one per half-precision tensor (null otherwise)
   T *x, *ln1, *qkv, *atty, *resid_mid, *ln2, *fc, *gelu;
+};
+
+// The rows one forward of a chunk allocated its MoE records for (claim C25: routing depends on the input, so
+// they vary): per MoE block, in block order, n kept slots (block.moe.slot_out's rows), m rows this rank's experts
+// computed (block.moe.expert_in's, pre's and act's) and, of those, the rows of its own slots (what stays home in
+// the all-to-alls). A recompute's forward routes the same and is not listed.
+struct MoeForwardRows {
+  bool train = true;  // false: an evaluation forward
+  int samples = 0;
+  std::vector<std::array<int, 3>> blocks;  // {n, m, own}
 };
 
 // What a step's MoE blocks routed (forward only, not a recompute): the router losses' sums and the slots per

@@ -112,6 +112,9 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
   if (mb.train) run.moe_stats = &moe_stats_;
   const int nblocks = spec_.end_block - spec_.first_block;
   r.blocks.resize(nblocks);
+  MoeForwardRows* moe_rows = nullptr;  // the rows this forward's MoE records are allocated for
+  for (int l = spec_.first_block; l < spec_.end_block && !moe_rows; ++l)
+    if (cfg_.moe.in_block(l)) moe_rows = &moe_rows_.emplace_back(MoeForwardRows{mb.train, B, {}});
 
   // The first block's input: the embedding, or the previous chunk's output.
   r.blocks[0].x = Saved<T>(ledger_, "block.x", R * C, policy_.bf16);
@@ -142,6 +145,11 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
       block_forward(rec, out, w, d, run, ws_, *hooks_, ledger_);
     }
     if (next) keep(*next, out);
+    if (d.experts > 0) {  // the sizes moe_forward allocated the record's rows with
+      const ExpertRows& er = rec.moe.rows;
+      const int own = size_t(slice_.ep_rank) < er.sent.size() ? er.sent[slice_.ep_rank] : 0;
+      moe_rows->blocks.push_back({rec.moe.routing.kept, er.rows(), own});
+    }
     access.params_done(unit, false);
   }
   if (!spec_.head) return 0.0;

@@ -75,6 +75,8 @@ class ModelChunk {
   BlockDims dims(int B, int layer) const;  // this rank's dimensions of a block for a micro-batch of B
   // What the MoE blocks routed in the training forwards since the last call (block.h), and starts afresh.
   MoeStats take_moe_stats() { return std::exchange(moe_stats_, MoeStats{}); }
+  // Every forward's MoE rows since the chunk was built, in order (empty without MoE blocks).
+  const std::vector<MoeForwardRows>& moe_rows() const { return moe_rows_; }
 
  private:
   struct Records;
@@ -92,6 +94,7 @@ class ModelChunk {
   BlockScratch<T> ws_{};  // workspace_'s pointers
   std::map<int, std::unique_ptr<Records>> records_;
   MoeStats moe_stats_;
+  std::vector<MoeForwardRows> moe_rows_;
 };
 
 }  // namespace shardlab

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "model/activation_policy.h"
+#include "plan/state_bytes.h"
 
 namespace shardlab::plan {
 
@@ -30,6 +31,7 @@ struct ActivationShape {
   std::uint64_t tp = 1;            // t: the tensors inside the tp regions hold a/t heads, h/t and 4h/t columns
   bool sequence_parallel = false;  // and the ones outside (LN, residual, the head) s/t positions
   std::uint64_t cp = 1;            // c: every tensor holds s/c positions of each sample (ring attention)
+  ExpertDims moe;                  // experts in place of some blocks' MLP (plan/moe_items.h; off by default)
   std::uint64_t positions() const { return seq / cp; }  // tokens per sample on this rank
 };
 
@@ -41,7 +43,8 @@ struct ActivationItem {
   bool kept = true;  // still held when the forward has passed (false: freed, recomputed in backward)
 };
 
-// Every tensor a block allocates for one micro-batch (kept or transient), in the block's order.
+// Every tensor a dense block allocates for one micro-batch (kept or transient), in the block's order (a MoE
+// block's: plan/moe_items.h).
 std::vector<ActivationItem> block_items(const ActivationShape& s);
 // The head's tensors (input, final LN, its statistics, the probabilities).
 std::vector<ActivationItem> head_items(const ActivationShape& s);

@@ -8,6 +8,10 @@
 // them, and ring attention's buffers are added (plan/cp_bytes.h); the model states are sharded over the
 // gradient group, dp × cp (the caller gives layout.dp = dp·c).
 //
+// With experts (gpt.moe, claim C25) a MoE block holds the router and E/ep experts in place of the MLP, and keeps the
+// router's arrays and its rows on the experts' side at an even load (n = m = s·b·k per micro-batch: exact dropless
+// on one process; with --ep or a capacity the run's routing decides, which no estimate knows).
+//
 // Leaves out: the data file and process overhead (libraries, MPI), which the caller adds, and allocator
 // overhead (fragmentation): an estimate, not a measurement.
 #pragma once
@@ -31,6 +35,7 @@ struct RunShape {
   std::uint64_t tp = 1;  // tensor-parallel ranks: the rank holds Ψ_t and its slice of the activations
   bool sequence_parallel = false;
   std::uint64_t cp = 1;  // context-parallel ranks: the rank holds s/c tokens of every sample
+  std::uint64_t ep = 1;  // expert-parallel ranks: a MoE block (gpt.moe) holds E/ep experts
   // Pipeline: the stage with the most blocks holds `stage_blocks` of them (and, at worst, the embedding and
   // the head) and keeps up to `stash` micro-batches of activations alive (GPipe m, 1F1B ≤ p).
   std::uint64_t pp = 1, stage_blocks = 0, stash = 1;

@@ -21,8 +21,8 @@ std::vector<u64> unit_param_counts(const StageShape& s, int stage) {
   std::vector<u64> n(held.size(), 0);
   if (held[0]) n[0] = V * C + T * C;
   for (size_t l = 1; l + 1 < held.size(); ++l)
-    if (held[l]) n[l] = 12 * C * C / t + 7 * C / t + 6 * C;
-  if (held.back()) n.back() = 2 * C + C * V / t;  // ln_f and this rank's vocabulary rows of lm_head
+    if (held[l]) n[l] = block_param_count(s.gpt, l - 1, t, s.ep);  // 12C²/t + 7C/t + 6C when dense
+  if (held.back()) n.back() = 2 * C + C * V / t;                   // ln_f and this rank's vocabulary rows of lm_head
   return n;
 }
 }  // namespace

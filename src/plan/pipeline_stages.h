@@ -7,7 +7,8 @@
 // Legend: p stages, v model chunks per stage, m micro-batches per step, b micro-batch, s sequence (s/c per
 // rank with context parallelism, and of those 1/t with sequence parallelism), h hidden, e bytes of a communicated
 // activation (the compute type).
-//   Ψ_stage = Σ of its units: embeddings V·C + T·C, a block 12C²/t + 7C/t + 6C, the head 2C + C·V/t
+//   Ψ_stage = Σ of its units: embeddings V·C + T·C, a block 12C²/t + 7C/t + 6C (a MoE block: state_bytes.h's
+//   block_param_count), the head 2C + C·V/t
 //   point to point per step: every model chunk but the last sends m activations of b·s·h elements, every
 //   one but the first m gradients of the same size (C22): b·s·h·e per micro-batch per border, p·v − 1
 //   borders when interleaved (p − 1 otherwise); no collectives on pp.
@@ -31,6 +32,7 @@ struct StageShape {
   int pp = 1, virtual_stages = 1;
   std::vector<int> pp_layers;  // layers per stage; {} balanced
   std::uint64_t cp = 1;        // context-parallel ranks: a stage sends its s/c tokens of each sample
+  std::uint64_t ep = 1;        // expert-parallel ranks: a MoE block holds E/ep experts (gpt.moe)
 };
 
 PipelinePartition stage_partition(const StageShape& s);

@@ -52,23 +52,38 @@ PerCategory model_state_bytes(const Recipe& r, std::uint64_t psi) {
   return out;
 }
 
+std::uint64_t expert_param_count(const GptDims& d) {
+  const std::uint64_t C = d.hidden, F = d.moe.width(C);
+  return 2 * C * F + F + C;
+}
+
+std::uint64_t block_param_count(const GptDims& d, std::uint64_t layer, std::uint64_t t, std::uint64_t ep) {
+  const std::uint64_t C = d.hidden;
+  const std::uint64_t attention = 2 * C                        // ln1 gamma, beta
+                                  + 3 * C * C / t + 3 * C / t  // fused qkv (3C, C) + bias: this rank's heads
+                                  + C * C / t + C              // W^O (C, C): their columns, + bias (whole)
+                                  + 2 * C;                     // ln2
+  if (!d.moe.in_block(layer))
+    return attention + 4 * C * C / t + 4 * C / t        // fc (4C, C) + bias: this rank's rows
+           + 4 * C * C / t + C;                         // fc proj (C, 4C) + bias
+  return attention + d.moe.experts * C                  // the router (E, C), whole on every rank
+         + d.moe.experts / ep * expert_param_count(d);  // this rank's experts
+}
+
 std::uint64_t gpt_param_count(const GptDims& d) {
-  const std::uint64_t V = d.vocab, T = d.seq, C = d.hidden, L = d.layers;
+  const std::uint64_t V = d.vocab, T = d.seq, C = d.hidden;
   const std::uint64_t embeddings = V * C + T * C;  // wte (V, C) + wpe (T, C)
-  const std::uint64_t block = 2 * C                // ln1 gamma, beta
-                              + 3 * C * C + 3 * C  // fused qkv (C, 3C) + bias
-                              + C * C + C          // W^O (C, C) + bias
-                              + 2 * C              // ln2
-                              + 4 * C * C + 4 * C  // fc (C, 4C) + bias
-                              + 4 * C * C + C;     // fc proj (4C, C) + bias
+  std::uint64_t blocks = 0;
+  for (std::uint64_t l = 0; l < d.layers; ++l) blocks += block_param_count(d, l);
   const std::uint64_t final_ln = 2 * C;
   const std::uint64_t lm_head = C * V;  // untied, no bias
-  return embeddings + L * block + final_ln + lm_head;
+  return embeddings + blocks + final_ln + lm_head;
 }
 
 std::uint64_t gpt_matmul_param_count(const GptDims& d) {
-  const std::uint64_t C = d.hidden;
-  return d.layers * 12 * C * C + C * d.vocab;
+  const std::uint64_t C = d.hidden, Lm = d.moe.blocks(d.layers);
+  return (d.layers - Lm) * 12 * C * C + Lm * (4 * C * C + d.moe.experts * C + d.moe.top_k * 2 * C * d.moe.width(C)) +
+         C * d.vocab;
 }
 
 std::uint64_t gpt_flops_per_token(const GptDims& d, std::uint64_t s) {

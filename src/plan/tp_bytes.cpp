@@ -9,7 +9,7 @@ namespace {
 using u64 = std::uint64_t;
 }  // namespace
 
-std::vector<std::pair<u64, bool>> tp_tensor_runs(const GptDims& d, u64 t, const std::vector<bool>& held) {
+std::vector<std::pair<u64, bool>> tp_tensor_runs(const GptDims& d, u64 t, const std::vector<bool>& held, u64 ep) {
   const u64 C = d.hidden, V = d.vocab, T = d.seq;
   auto holds = [&](u64 unit) { return held.empty() || held[unit]; };
   std::vector<std::pair<u64, bool>> v;
@@ -23,19 +23,22 @@ std::vector<std::pair<u64, bool>> tp_tensor_runs(const GptDims& d, u64 t, const 
                        {C * C / t, false},  // W^O: their columns
                        {C, true},           // W^O's bias, added once after the sum
                        {C, true},
-                       {C, true},  // ln2
-                       {4 * C * C / t, false},
-                       {4 * C / t, false},      // fc rows
-                       {4 * C * C / t, false},  // fc-proj columns
-                       {C, true}});             // fc-proj's bias
+                       {C, true}});  // ln2
+    if (d.moe.in_block(l))           // the router and this rank's experts, whole on every tp rank
+      v.insert(v.end(), {{d.moe.experts * C, true}, {d.moe.experts / ep * expert_param_count(d), true}});
+    else
+      v.insert(v.end(), {{4 * C * C / t, false},
+                         {4 * C / t, false},      // fc rows
+                         {4 * C * C / t, false},  // fc-proj columns
+                         {C, true}});             // fc-proj's bias
   }
   if (holds(d.layers + 1)) v.insert(v.end(), {{C, true}, {C, true}, {V / t * C, false}});  // ln_f, lm_head rows
   return v;
 }
 
-u64 tp_param_count(const GptDims& d, u64 t) {
+u64 tp_param_count(const GptDims& d, u64 t, u64 ep) {
   u64 n = 0;
-  for (const auto& [size, replicated] : tp_tensor_runs(d, t)) n += size;
+  for (const auto& [size, replicated] : tp_tensor_runs(d, t, {}, ep)) n += size;
   return n;
 }
 
@@ -53,8 +56,11 @@ std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64
   std::vector<TpPhase> v;
   const u64 t = s.tp;
   if (t <= 1) return v;
-  u64 L = s.gpt.layers;  // the blocks this rank runs
-  if (!s.held.empty()) L = std::count(s.held.begin() + 1, s.held.end() - 1, true);
+  // The blocks this rank runs: a dense one has two regions (attention, MLP), a MoE block one (its experts run
+  // outside the regions, on rows every tp rank holds).
+  u64 L = 0, regions = 0;
+  for (u64 l = 0; l < s.gpt.layers; ++l)
+    if (s.held.empty() || s.held[l + 1]) ++L, regions += s.gpt.moe.in_block(l) ? 1 : 2;
   const u64 tokens = s.gpt.seq / s.cp;  // this rank's tokens of each sample
   const u64 n = s.micro_batch * tokens * s.gpt.hidden, A = s.accum;
   const u64 again = s.recompute == Recompute::full ? 1 : 0;  // the recomputed forward talks again
@@ -83,9 +89,9 @@ std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64
   if (!s.sequence_parallel) {
     const std::vector<u64> chunks = even_chunks(n, t);
     phase("all-reduce of the row-parallel partial sums (g, forward: W^O and fc-proj)", "", RingOp::all_reduce,
-          L * A * (2 + 2 * again), chunks, s.act_bytes);
+          regions * A * (1 + again), chunks, s.act_bytes);
     phase("all-reduce of the region inputs' gradients (f, backward: before LN1 and LN2)", "", RingOp::all_reduce,
-          L * A * 2, chunks, s.act_bytes);
+          regions * A, chunks, s.act_bytes);
     return v;
   }
   const std::vector<u64> shards(t, n / t);

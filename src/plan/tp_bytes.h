@@ -13,7 +13,8 @@
 //   Ψ_t = V·C + T·C + L·(12C²/t + 7C/t + 6C) + 2C + C·V/t
 // Traffic per step, per tp rank (ring collectives over t members, claim C8's rule):
 //   tensor parallel   L·A·4 all-reduces of n elements (2 forward + 2 backward, C17), + L·A·2 with full
-//                     recompute (the recomputed forward's two);
+//                     recompute (the recomputed forward's two); a MoE block (claim C25) has only attention's
+//                     region: half of that;
 //   + sequence par.   instead L·A·4 all-gathers and L·A·4 reduce-scatters of n (chunks of n/t: the same
 //                     bytes as the all-reduces, C23), + 2 each per layer with full recompute, + L·A·2
 //                     all-gathers that re-gather each region's input for the weight gradients
@@ -42,10 +43,10 @@
 namespace shardlab::plan {
 
 // One tp rank's tensors in the layout's order: (elements, replicated on every tp rank); held: the units of
-// a pipeline stage (empty: all).
+// a pipeline stage (empty: all). A MoE block's router and its E/ep experts are whole on every tp rank.
 std::vector<std::pair<std::uint64_t, bool>> tp_tensor_runs(const GptDims& d, std::uint64_t t,
-                                                           const std::vector<bool>& held = {});
-std::uint64_t tp_param_count(const GptDims& d, std::uint64_t t);  // Ψ_t
+                                                           const std::vector<bool>& held = {}, std::uint64_t ep = 1);
+std::uint64_t tp_param_count(const GptDims& d, std::uint64_t t, std::uint64_t ep = 1);  // Ψ_t
 // Elements of replicated tensors inside the flat range [lo, hi) of a tp rank's layout.
 std::uint64_t replicated_in_range(const GptDims& d, std::uint64_t t, std::uint64_t lo, std::uint64_t hi,
                                   const std::vector<bool>& held = {});

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "plan/activation_items.h"
+#include "plan/moe_items.h"
 #include "report/format.h"
 
 namespace shardlab::plan {
@@ -135,14 +136,29 @@ void print_items(std::ostream& out, const ActivationShape& s, bool with_head) {
          std::string(s.tp > 1 ? "Korthikanti et al. 2022, 2-byte" : "2-byte activations") +
              (s.cp > 1 ? ", s/c tokens" : ""),
          "", commas(chapter), in_unit(chapter, u), ""});
+  if (s.moe.on()) {  // a MoE block's own tensors in place of fc and GELU (claim C25; plan/moe_items.h)
+    t.rule();
+    u64 moe_kept = 0;
+    for (const ActivationItem& i : moe_block_items(s, dropless_rows(s))) {
+      if (i.kept) moe_kept += i.bytes;
+      if (is_moe_item(i.name))
+        t.row({i.name, i.what, i.formula, commas(i.bytes), in_unit(i.bytes, u), i.kept ? "yes" : "recomputed"});
+    }
+    t.row({"kept per MoE layer", "no block.fc, block.gelu; n = m = s·b·k", "", commas(moe_kept), in_unit(moe_kept, u),
+           ""});
+  }
   if (with_head) {
     t.rule();
     rows(head_items(s));
   }
   t.print(out);
+  if (s.moe.on())
+    out << "  MoE blocks (l % " << s.moe.every << " = 0, " << s.moe.blocks(s.layers)
+        << " of them): dropless on one process n = m = s·b·k = " << commas(moe_routed_slots(s))
+        << " rows; with a capacity or --ep the routing decides (a run's ledger records them)\n";
   if (with_head)
     out << "  activation peak of one micro-batch through the whole model (forward, then backward): "
-        << commas(activation_peak(s, s.layers, true)) << " B\n";
+        << commas(s.moe.on() ? moe_model_activation_peak(s) : activation_peak(s, s.layers, true)) << " B\n";
   out << "  differences from the chapter's formula:\n";
   for (const std::string& d : differences_from_chapter(s)) out << "  - " << d << "\n";
 }
@@ -163,6 +179,10 @@ void print_plan(std::ostream& out, const PlanRequest& o) {
         << " heads=" << o.act.heads << ": " << commas(counted)
         << " params, N_matmul = " << commas(gpt_matmul_param_count(o.gpt)) << ", "
         << commas(gpt_flops_per_token(o.gpt, o.gpt.seq)) << " model FLOPs/token\n";
+    if (o.gpt.moe.on())
+      out << "        experts: E = " << o.gpt.moe.experts << ", top-" << o.gpt.moe.top_k << ", width "
+          << o.gpt.moe.width(o.gpt.hidden) << " in blocks l % " << o.gpt.moe.every
+          << " = 0 (claim C25): every parameter counted, the N_matmul a token uses\n";
     out << "        Ψ = " << commas(psi) << (o.params ? " (from --params)" : " (counted from the dims)") << "\n";
   }
   out << "recipe: " << recipe_label(o.recipe) << "\n\n";
@@ -182,6 +202,7 @@ void print_plan(std::ostream& out, const PlanRequest& o) {
   s.attention = o.attention;
   s.recompute = o.recompute;
   s.dropout = o.dropout;
+  if (!preset) s.moe = o.gpt.moe;
   if (o.tp_given) {
     print_tensor_parallel(out, o.tp, o.recipe, psi, preset || o.params ? nullptr : &o.gpt, o.act);
     s.tp = o.tp.tp;
@@ -197,6 +218,7 @@ void print_plan(std::ostream& out, const PlanRequest& o) {
     print_sharding(out, o.recipe, psi, o.dp, o.act, o.attention);
   }
   if (o.pp_given) print_pipeline(out, o.pp, o.recipe, psi, o.act);
+  if (o.ep_given) print_expert_parallel(out, o.ep, o.recipe);
 }
 
 bool find_preset(const std::string& name, Preset* out) {

@@ -5,7 +5,8 @@
 //
 // With --tp the tensor-parallel section (report/tp_report.h) and the itemised activations of one tp rank;
 // with --pp the pipeline and 3D section (report/pp_report.h); with --cp the context-parallel section
-// (report/cp_report.h) and the itemised activations of one cp rank. Leaves out: EP layouts.
+// (report/cp_report.h) and the itemised activations of one cp rank; with --moe-experts the MoE blocks' parameters
+// and tensors, and with --ep the expert-parallel section (report/ep_report.h).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "plan/activations.h"
 #include "plan/state_bytes.h"
 #include "report/cp_report.h"
+#include "report/ep_report.h"
 #include "report/pp_report.h"
 #include "report/sharding_report.h"
 #include "report/tp_report.h"
@@ -48,6 +50,8 @@ struct PlanRequest {
   PpRequest pp;
   bool cp_given = false;  // a context-parallel layout was given
   CpRequest cp;
+  bool ep_given = false;  // an expert-parallel layout was given (gpt.moe: the experts)
+  EpRequest ep;
   std::uint64_t psi() const { return preset_given ? preset.psi : (params ? params : gpt_param_count(gpt)); }
 };
 

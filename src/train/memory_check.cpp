@@ -26,6 +26,11 @@ plan::MemoryNeed memory_need(const TrainConfig& cfg, int world) {
   plan::RunShape run;
   run.gpt = {uint64_t(cfg.model.vocab), uint64_t(cfg.model.seq), uint64_t(cfg.model.hidden),
              uint64_t(cfg.model.layers)};
+  const MoeConfig& moe = cfg.model.moe;
+  if (moe.on())
+    run.gpt.moe = {uint64_t(moe.experts), uint64_t(moe.top_k), uint64_t(moe.every),
+                   uint64_t(moe.width(cfg.model.hidden))};
+  run.ep = static_cast<uint64_t>(std::max(1, cfg.layout.ep));
   run.heads = cfg.model.heads;
   run.micro_batch = cfg.micro_batch;
   run.recipe = cfg.recipe;

@@ -77,6 +77,20 @@ nlohmann::json moe_run_json(const GPTConfig& model, int ep, const MoeStepLoad& r
           {"mean_imbalance", run.imbalance / n}};
 }
 
+nlohmann::json moe_rows_json(const GPTConfig& model, const ChunkSpec& spec, const std::vector<MoeForwardRows>& rows) {
+  std::vector<int> layers;
+  for (int l = spec.first_block; l < spec.end_block; ++l)
+    if (model.moe.in_block(l)) layers.push_back(l);
+  nlohmann::json train = nlohmann::json::array(), eval = nlohmann::json::array();
+  for (const MoeForwardRows& f : rows) {
+    std::vector<int> v;
+    if (!f.train) v.push_back(f.samples);
+    for (const auto& b : f.blocks) v.insert(v.end(), b.begin(), b.end());
+    (f.train ? train : eval).push_back(v);
+  }
+  return {{"layers", layers}, {"train", train}, {"eval", eval}};
+}
+
 size_t expert_params(const ParamLayout& layout) {
   size_t n = 0;
   for (const TensorSpec& t : layout.tensors())

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/block.h"
+#include "model/chunk_spec.h"
 #include "model/config.h"
 #include "parallel/grid_sums.h"
 
@@ -40,6 +41,10 @@ void add_step_load(MoeStepLoad& run, const MoeStepLoad& step);
 // ledger.json's "moe": the configuration, and over `steps` steps each MoE block's slots per expert, the drops,
 // and the mean of each step's loss columns.
 nlohmann::json moe_run_json(const GPTConfig& model, int ep, const MoeStepLoad& run, int steps);
+// ledger.json's rows of one chunk's MoE records (model/block.h's MoeForwardRows), what `plan --ledger` computes the
+// MoE's activations and all-to-all bytes from: {"layers": the chunk's MoE blocks, "train": [[n, m, own] per
+// block, concatenated] per training forward, in order, "eval": [[samples, n, m, own, …]] per evaluation forward}.
+nlohmann::json moe_rows_json(const GPTConfig& model, const ChunkSpec& spec, const std::vector<MoeForwardRows>& rows);
 // The expert parameters this rank holds (its layout's expert tensors).
 size_t expert_params(const ParamLayout& layout);
 

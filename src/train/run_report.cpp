@@ -94,6 +94,7 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
                  {"cp", cfg.layout.cp},
                  {"cp_split", word_of(kContextSplitWords, cfg.layout.cp_split)},
                  {"ep", cfg.layout.ep},
+                 {"bucket_mb", cfg.layout.bucket_mb},
                  {"pp", cfg.layout.pp},
                  {"pp_layers", layer_counts_text(cfg.layout.pp_layers)},
                  {"schedule", schedule_name(cfg.layout.schedule)},

@@ -233,7 +233,9 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
                  nullptr};
   if (cfg.model.moe.on()) {
     done.moe = moe_run_json(cfg.model, pl.ep, moe_run, moe_steps);
-    done.moe_rank = {{"expert_params", expert_params(layout)}};
+    done.moe_rank = {{"expert_params", expert_params(layout)}, {"forwards", nlohmann::json::array()}};
+    for (ModelChunk<T>* c : chunk_ptrs)
+      done.moe_rank["forwards"].push_back(moe_rows_json(cfg.model, c->spec(), c->moe_rows()));
     if (experts) {
       const auto& m = experts->moved();
       done.moe_rank["ep_rank"] = grid.coord(Axis::ep);

@@ -114,7 +114,7 @@ tampered "a recv total one message short" "$Z" 1 "rank 0 cp comm .*received -32,
   'x = cp_total(0, "recv"); x["recv_intra"] -= 32768; x["calls"] -= 1; x["elements"] -= 4096'
 tampered "the dp × cp run's shard group said to be dp alone" "$D/zero3" 1 "layout.shard_group \(ledger -2\)" \
   'd["layout"]["shard_group"] = 2'
-tampered "a ledger without layout.cp" "$Z" 2 "world_size 2 is not layout.dp × pp × cp × tp = 1 × 1 × 1 × 1 = 1" \
+tampered "a ledger without layout.cp" "$Z" 2 "world_size 2 is not layout.dp × pp × cp × ep × tp = 1 × 1 × 1 × 1 × 1 = 1" \
   'del d["layout"]["cp"]; d["model"]["activations"]["cp"] = 1'
 
 # ---------------------------------------------------------------- (3) plan --cp

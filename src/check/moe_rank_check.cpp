@@ -1,0 +1,149 @@
+// check/moe_rank_check.cpp — one rank's experts in `plan --ledger` (see moe_rank_check.h).
+#include "check/moe_rank_check.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "check/activation_check.h"
+#include "check/ledger_read.h"
+#include "comm/grid_coords.h"
+#include "plan/comm_volume.h"
+
+namespace shardlab::plan {
+
+namespace {
+using u64 = std::uint64_t;
+using u128 = unsigned __int128;
+
+bool times_equals(u64 per_step, u64 steps, u64 measured) { return u128(per_step) * steps == u128(measured); }
+
+// Dropless on one process every forward keeps and computes all s·b·k slots: the recorded rows must say so.
+void dropless_rows_check(const ActivationShape& s, std::vector<ChunkRows>& rows, RankCheck* rc) {
+  auto check = [&](std::vector<MoeRows>& f, u64 samples, const std::string& what) {
+    ActivationShape a = s;
+    a.micro_batch = samples;
+    const MoeRows want = dropless_rows(a);
+    for (MoeRows& r : f) {
+      if ((r.kept != want.kept || r.received != want.received || r.own != want.own) && rc->moe_problems.size() < 4)
+        rc->moe_problems.push_back(what + ": rows n, m, own = " + std::to_string(r.kept) + ", " +
+                                   std::to_string(r.received) + ", " + std::to_string(r.own) +
+                                   ", expected s·b·k = " + std::to_string(want.kept) + " each (dropless, one process)");
+      r = want;  // the formula's rows from here on
+    }
+  };
+  for (ChunkRows& c : rows) {
+    for (size_t f = 0; f < c.train.size(); ++f)
+      check(c.train[f], s.micro_batch, "training forward " + std::to_string(f));
+    for (size_t e = 0; e < c.eval.size(); ++e)
+      check(c.eval[e], c.eval_samples[e], "evaluation forward " + std::to_string(e));
+  }
+}
+
+// The dp axis's all-reduces of one step under expert parallelism: bytes this rank sends, by link kind.
+LinkBytes ep_grad_step_bytes(const LedgerCheck& c, const std::vector<bool>& held, const RankCheck& rc) {
+  const ActivationShape& a = c.activation_shape;
+  const GptDims gpt{a.vocab, a.seq, a.hidden, a.layers, a.moe};
+  const u64 gb = bytes_per_param(c.recipe)[Mem::grad], dp = c.grid_dp, E = c.ep, K = c.world_ranks_per_node;
+  const u64 bucket = std::max<u64>(1, static_cast<u64>(c.bucket_mb * 1e6 / double(gb)));
+  const GridSizes sizes{int(dp), int(c.tp), c.pp, int(c.cp), int(E)};
+  GridCoords me = coords_of_rank(sizes, rc.rank);
+  LinkBytes out;
+  for (const GradRange& r : ep_grad_ranges(gpt, c.tp, E, held, shard_layout(c.layout, rc.psi).padded(), bucket)) {
+    const u64 members = r.expert ? dp : dp * E;  // the experts' group: same experts, other samples
+    if (members == 1) continue;                  // nobody else holds them
+    const u64 member = r.expert ? u64(me.dp) : u64(me.dp) * E + u64(me.ep), next = (member + 1) % members;
+    GridCoords to = me;  // the member this rank sends to in the ring
+    if (r.expert)
+      to.dp = int(next);
+    else
+      to.dp = int(next / E), to.ep = int(next % E);
+    const u64 sent = ring_sent_elements(RingOp::all_reduce, even_chunks(r.hi - r.lo, members), member) * gb;
+    const bool inter = K && u64(rc.rank) / K != u64(rank_of_coords(sizes, to)) / K;
+    (inter ? out.inter : out.intra) += sent;
+  }
+  return out;
+}
+}  // namespace
+
+void read_moe_section(const Json& j, LedgerCheck* c) {
+  if (!j.contains("moe")) {
+    if (c->ep > 1) throw std::runtime_error("layout.ep " + std::to_string(c->ep) + " without a \"moe\" section");
+    return;
+  }
+  if (!c->activations_checked) throw std::runtime_error("a ledger with experts needs model.activations");
+  const Json& m = j.at("moe");
+  ActivationShape& s = c->activation_shape;
+  s.moe.experts = need_in(m, "experts", "moe", 1, 1u << 20);
+  s.moe.top_k = need_in(m, "top_k", "moe", 1, s.moe.experts);
+  s.moe.every = need_in(m, "every", "moe", 1, s.layers);
+  s.moe.ffn = need_in(m, "ffn", "moe", 1, 1u << 24);
+  c->moe_capacity = need_in(m, "capacity_slots_per_sample", "moe", 0, u64(1) << 30);
+  if (m.contains("ep") && need_u64(m, "ep", "moe") != c->ep)
+    throw std::runtime_error("moe.ep " + std::to_string(need_u64(m, "ep", "moe")) + " and layout.ep " +
+                             std::to_string(c->ep) + " disagree");
+  if (s.moe.experts % c->ep != 0)
+    throw std::runtime_error("moe.experts " + std::to_string(s.moe.experts) + " is not divisible by layout.ep " +
+                             std::to_string(c->ep) + ": no run does that");
+  if (c->cp > 1 || c->sequence_parallel)
+    throw std::runtime_error(
+        "experts with cp or sequence parallelism: no run does that (a sample routes as one group)");
+  c->moe_rows_recorded = c->moe_capacity > 0 || c->ep > 1;
+}
+
+void check_moe_rank(const Json& rank, const LedgerCheck& c, const std::vector<bool>& held, RankCheck* rc) {
+  const ActivationShape& s = c.activation_shape;
+  const std::string where = "rank " + std::to_string(rc->rank);
+  const GptDims gpt{s.vocab, s.seq, s.hidden, s.layers, s.moe};
+  const PipelinePartition part = stage_partition(stage_shape(c));
+  std::vector<std::vector<int>> layers;  // each chunk's MoE blocks
+  for (int k = 0; k < part.virtual_stages; ++k) {
+    const ChunkSpec spec = part.chunk(rc->pp_rank, k);
+    layers.emplace_back();
+    for (int l = spec.first_block; l < spec.end_block; ++l)
+      if (s.moe.in_block(l)) {
+        layers.back().push_back(l);
+        rc->expert_params += s.moe.experts / c.ep * expert_param_count(gpt);
+      }
+  }
+  if (rank.contains("moe") && rank.at("moe").contains("expert_params"))
+    rc->expert_params_measured = static_cast<std::int64_t>(
+        std::min<u64>(need_u64(rank.at("moe"), "expert_params", where + " moe"), u64(1) << 62));
+  std::vector<ChunkRows> rows = read_moe_rows(rank, layers, c.steps * c.layout.accum, where);
+  if (!c.moe_rows_recorded) dropless_rows_check(s, rows, rc);
+  bool first = true;
+  for (const ChunkRows& cr : rows)
+    for (const std::vector<MoeRows>& f : cr.train)
+      for (const MoeRows& r : f) {
+        rc->kept_min = first ? r.kept : std::min(rc->kept_min, r.kept);
+        rc->received_min = first ? r.received : std::min(rc->received_min, r.received);
+        rc->kept_max = std::max(rc->kept_max, r.kept), rc->received_max = std::max(rc->received_max, r.received);
+        first = false;
+      }
+  check_moe_activations(rank, c, rows, rc);
+  if (!c.ep_checked) return;
+  EpRankShape es;
+  es.hidden = s.hidden;
+  es.elem_bytes = u64(c.recipe.compute_bytes());
+  es.experts = s.moe.experts;
+  es.ep = c.ep;
+  es.top_k = s.moe.top_k;
+  es.tokens = s.seq * s.micro_batch;
+  es.full_recompute = s.recompute == Recompute::full;
+  es.steps = c.steps;
+  es.accum = c.layout.accum;
+  const StageActions actions =
+      make_schedule(c.schedule, c.pp, static_cast<int>(c.layout.accum), c.virtual_stages)[rc->pp_rank];
+  rc->ep = check_ep_rank(rank, es, ep_run_calls(es, actions, rows), c.comm_checked, where);
+  if (!c.comm_checked) return;
+  CommRow& m = rc->comm;  // claims C8, C25: dense gradients over dp·ep, the experts' over dp
+  m.formula = StepComm{};
+  m.formula.all_reduce = ep_grad_step_bytes(c, held, *rc);
+  m.measured = measured_dp_ring(rank, where);
+  m.steps = c.steps;
+  m.split = c.world_ranks_per_node > 0;
+  const LinkBytes f = m.formula.total(), got = m.measured.total();
+  m.match = m.split ? times_equals(f.intra, c.steps, got.intra) && times_equals(f.inter, c.steps, got.inter)
+                    : times_equals(f.total(), c.steps, got.total());
+}
+
+}  // namespace shardlab::plan
