@@ -3,8 +3,9 @@
 #  (1) routing is per sample, so every layout that splits the batch by samples routes exactly as one process:
 #      the same global batch as 2 × 2 and 4 × 1 micro-batches, dp 2 (with ZeRO-3 too), pp 2 (1F1B), tp 2 (whole
 #      experts on every tp rank), --recompute full and a capacity that drops slots reproduce the single process
-#      (compare, f64 tolerance, the router's columns included); so does expert parallelism — ep 2, ep 4, ep 2 × dp 2,
-#      ep 2 × pp 2, ep 2 × tp 2 (whole experts on every tp rank), ep 2 with full recompute — each rank holding E/ep of the experts (ledger.json's params);the router's columns (aux_loss, z_loss, imbalance, dropped) included;
+#      (compare, f64 tolerance, the router's columns aux_loss, z_loss, imbalance and dropped included); so does
+#      expert parallelism — ep 2, ep 4, ep 2 × dp 2, ep 2 × pp 2, ep 2 × tp 2 (whole experts on every tp rank),
+#      ep 2 with full recompute — each rank holding E/ep of the experts (ledger.json's params);
 #  (2) the outputs: loss.csv's MoE columns, moe_load.csv (every step × MoE block, the slots of the global batch:
 #      seq × global batch × k per block, before capacity), moe_load.svg; --moe-every 2 makes only even blocks
 #      MoE; the load-balancing loss at α = 0 lets the load drift further from even than at α = 0.1;
