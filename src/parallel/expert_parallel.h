@@ -12,7 +12,7 @@
 // Backward mirrors it: the slots' output gradients travel like the dispatch, the experts' input gradients like
 // the combine. Every message is booked on the ep axis under purposes "moe_counts", "moe_dispatch" and
 // "moe_combine" (backward's under the same names: the dispatch direction, then the combine direction).
-// A rank waits in an all-to-all until the slowest rank arrives: the trace's "wait ep" spans are the idle time
+// A rank waits in an all-to-all until the slowest rank arrives: the trace's "moe combine" spans hold the idle time
 // an uneven load costs (C25).
 // Every other seam passes to the wrapped hooks: tensor parallelism's, or the identity. With tp the experts stay
 // whole on every tp rank (the MoE runs outside the tp regions, on rows every tp rank holds): the tp ranks of an ep

@@ -21,7 +21,7 @@
 // all-reduce in even chunks over its group.
 //
 // Leaves out: evaluation's exchanges (booked apart), the loss's scalar sums, the time an uneven load idles a rank
-// (the trace's "wait ep" spans measure it).
+// (the trace's "moe combine" spans measure it).
 #pragma once
 
 #include <cstdint>
