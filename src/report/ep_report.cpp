@@ -86,7 +86,8 @@ void print_expert_parallel(std::ostream& out, const EpRequest& q, const Recipe& 
       << q.dp * e << " ranks and each expert's over dp = " << q.dp << (q.dp == 1 ? ": none" : "") << ")\n";
   out << "  C25 \"routing is input-dependent, so load imbalance idles ranks\": these bytes assume every expert gets "
          "s·b·k/E slots;\n  the router decides per token, so one rank's experts may get more rows — it computes "
-         "longer and sends more,\n  and every all-to-all waits for the slowest rank (the trace's \"moe combine\" spans); "
+         "longer and sends more,\n  and every all-to-all waits for the slowest rank (the trace's \"moe combine\" "
+         "spans); "
          "`plan --ledger` on a run puts the\n  measured bytes beside the even load's\n";
   out << "  C25 \"a load-balancing loss mitigates it\": α·E·Σ f_i·P_i per sample (Switch Transformer; f_i the slots "
          "routed to\n  expert i, P_i its mean probability) is smallest at an even load (--moe-aux-loss α); a capacity "
