@@ -1,4 +1,4 @@
-// The buffer pool (see buffer_pool.h): free lists by exact size, at most kCacheBytes kept.
+// The buffer pool (see buffer_pool.h): free lists by size class, at most kCacheBytes kept.
 #include "core/buffer_pool.h"
 
 #include <cstdlib>
@@ -23,9 +23,20 @@ Pool& pool() {
   static Pool p;
   return p;
 }
+
+// Small blocks keep their exact size; above 64 KiB a block is rounded up to one of 8 sizes per doubling (at most
+// 12.5% more than asked), so records whose rows vary from call to call — a MoE layer's, set by the routing —
+// find a freed block again instead of fresh pages.
+size_t size_class(size_t bytes) {
+  if (bytes <= (size_t(64) << 10)) return bytes;
+  size_t top = size_t(1) << (63 - __builtin_clzll(bytes));
+  const size_t step = top / 8;
+  return (bytes + step - 1) / step * step;
+}
 }  // namespace
 
 void* pool_allocate(size_t bytes) {
+  bytes = size_class(bytes);
   Pool& p = pool();
   auto it = p.free.find(bytes);
   if (it != p.free.end() && !it->second.empty()) {
@@ -38,6 +49,7 @@ void* pool_allocate(size_t bytes) {
 }
 
 void pool_release(void* block, size_t bytes) {
+  bytes = size_class(bytes);
   Pool& p = pool();
   if (p.cached + bytes > kCacheBytes) {
     std::free(block);
