@@ -160,6 +160,14 @@ struct MoeStats {
   double z = 0;                           // Σ over tokens and MoE blocks of lse²
   double dropped = 0;                     // slots capacity dropped
   std::vector<std::vector<double>> load;  // [layer][expert]: slots routed (before capacity); empty if dense
+  void add(const MoeStats& o) {           // another chunk's blocks (or the same blocks' later forwards)
+    aux += o.aux, z += o.z, dropped += o.dropped;
+    if (load.size() < o.load.size()) load.resize(o.load.size());
+    for (size_t l = 0; l < o.load.size(); ++l) {
+      if (load[l].size() < o.load[l].size()) load[l].resize(o.load[l].size(), 0.0);
+      for (size_t e = 0; e < o.load[l].size(); ++e) load[l][e] += o.load[l][e];
+    }
+  }
 };
 
 // Run-wide facts a block needs.

@@ -171,21 +171,15 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     };
     const double local_loss = pipeline.run(schedule[stage], engine, accum, loss_scale, micro_batches, true,
                                            [&](bool last) { engine.begin_backward(last); });
-    if (step == cfg.run.steps) last_slots = pipeline.measured();
+    if (step == cfg.run.steps) last_slots = pipeline.measured();  // the last step's timeline (for the picture)
     std::optional<MoeStepLoad> moe;  // what the experts were routed, over every rank's samples
     if (cfg.model.moe.on()) {
-      MoeStats mine;
-      for (ModelChunk<T>* c : chunk_ptrs) {
-        const MoeStats s = c->take_moe_stats();
-        mine.aux += s.aux, mine.z += s.z, mine.dropped += s.dropped;
-        if (mine.load.size() < s.load.size()) mine.load.resize(s.load.size());
-        for (size_t l = 0; l < s.load.size(); ++l)
-          if (!s.load[l].empty()) mine.load[l] = s.load[l];
-      }
+      MoeStats mine;  // this rank's chunks' blocks
+      for (ModelChunk<T>* c : chunk_ptrs) mine.add(c->take_moe_stats());
       moe = step_moe_load(cfg.model, mine, engine.sums(), cfg.global_batch);
       add_step_load(moe_run, *moe);
       ++moe_steps;
-    }  // the last step's timeline (for the picture)
+    }
     engine.finish_gradients();
     const double loss = engine.sums().over_ranks(local_loss) / tokens_per_step;
     if (!std::isfinite(loss)) {
