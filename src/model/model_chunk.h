@@ -44,6 +44,44 @@ struct MicroBatch {
 template <class T>
 class ChunkHooks : public RegionHooks<T>, public HeadHooks<T> {};
 
+// A layout that adds one kind of communication to another's (context parallelism's ring attention, expert
+// parallelism's all-to-alls) wraps it: every seam goes to the wrapped hooks (null: the identity) unless the
+// wrapper overrides it.
+template <class T>
+class WrappedHooks : public ChunkHooks<T> {
+ public:
+  explicit WrappedHooks(ChunkHooks<T>* inner) : inner_(inner ? inner : &identity_) {}
+  const T* enter(const T* x, T* full, const BlockDims& d) override { return inner_->enter(x, full, d); }
+  void leave(T* partial, T* y, const BlockDims& d) override { inner_->leave(partial, y, d); }
+  const T* leave_backward(const T* dy, T* full, const BlockDims& d) override {
+    return inner_->leave_backward(dy, full, d);
+  }
+  T* enter_backward(T* d_full, const BlockDims& d) override { return inner_->enter_backward(d_full, d); }
+  const T* region_input(const T* x, T* full, const BlockDims& d) override { return inner_->region_input(x, full, d); }
+  bool attention_forward(T* out, T* lse, const T* qkv, const BlockDims& d, const Dropout& drop, T* scratch) override {
+    return inner_->attention_forward(out, lse, qkv, d, drop, scratch);
+  }
+  bool attention_backward(T* d_qkv, const T* d_out, const T* out, const T* qkv, const T* lse, const BlockDims& d,
+                          const Dropout& drop, T* scratch) override {
+    return inner_->attention_backward(d_qkv, d_out, out, qkv, lse, d, drop, scratch);
+  }
+  ExpertRows counts(const int* per_expert, int E) override { return inner_->counts(per_expert, E); }
+  void to_experts(const T* slot_rows, int n, T* expert_rows, const ExpertRows& rows, int C) override {
+    inner_->to_experts(slot_rows, n, expert_rows, rows, C);
+  }
+  void to_slots(const T* expert_rows, const ExpertRows& rows, T* slot_rows, int n, int C) override {
+    inner_->to_slots(expert_rows, rows, slot_rows, n, C);
+  }
+  const T* head_input(const T* x, T* full, const BlockDims& d) override { return inner_->head_input(x, full, d); }
+  void head_input_backward(T* d_full, const BlockDims& d) override { inner_->head_input_backward(d_full, d); }
+  void vocab_max(T* x, size_t n) override { inner_->vocab_max(x, n); }
+  void vocab_sum(T* x, size_t n) override { inner_->vocab_sum(x, n); }
+
+ private:
+  ChunkHooks<T> identity_;
+  ChunkHooks<T>* inner_;
+};
+
 template <class T>
 class ModelChunk {
  public:

@@ -17,7 +17,7 @@ template <class T>
 ContextParallelAttention<T>::ContextParallelAttention(Communicator& cp, ChunkHooks<T>* inner, const ModelSlice& slice,
                                                       int Tn, int capacity, int heads, int head_dim,
                                                       MemoryLedger& ledger, Trace* trace)
-    : cp_(cp), inner_(inner ? inner : &identity_), trace_(trace ? trace : &no_trace_) {
+    : WrappedHooks<T>(inner), cp_(cp), trace_(trace ? trace : &no_trace_) {
   for (int r = 0; r < cp.size(); ++r) positions_.push_back(TokenPositions::of_rank(Tn, cp.size(), r, slice.cp_split));
   const int Tc = slice.T_ctx(Tn);
   const size_t block = size_t(capacity) * Tc * 2 * heads * head_dim;

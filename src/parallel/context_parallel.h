@@ -24,7 +24,7 @@
 namespace shardlab {
 
 template <class T>
-class ContextParallelAttention : public ChunkHooks<T> {
+class ContextParallelAttention : public WrappedHooks<T> {
  public:
   // inner: the other seams (null: the identity). capacity: the largest micro-batch; heads: this rank's heads.
   // trace (may be null): each ring step's compute and each wait for a transfer, as spans of lane 0.
@@ -35,26 +35,13 @@ class ContextParallelAttention : public ChunkHooks<T> {
   bool attention_backward(T* d_qkv, const T* d_out, const T* out, const T* qkv, const T* lse, const BlockDims& d,
                           const Dropout& drop, T* scratch) override;
 
-  // Every other seam: the inner hooks'.
-  const T* enter(const T* x, T* full, const BlockDims& d) override { return inner_->enter(x, full, d); }
-  void leave(T* partial, T* y, const BlockDims& d) override { inner_->leave(partial, y, d); }
-  const T* leave_backward(const T* dy, T* full, const BlockDims& d) override {
-    return inner_->leave_backward(dy, full, d);
-  }
-  T* enter_backward(T* d_full, const BlockDims& d) override { return inner_->enter_backward(d_full, d); }
-  const T* region_input(const T* x, T* full, const BlockDims& d) override { return inner_->region_input(x, full, d); }
-  const T* head_input(const T* x, T* full, const BlockDims& d) override { return inner_->head_input(x, full, d); }
-  void head_input_backward(T* d_full, const BlockDims& d) override { inner_->head_input_backward(d_full, d); }
-  void vocab_max(T* x, size_t n) override { inner_->vocab_max(x, n); }
-  void vocab_sum(T* x, size_t n) override { inner_->vocab_sum(x, n); }
+  // Every other seam: the wrapped hooks' (WrappedHooks).
 
  private:
   RingDims dims_of(const BlockDims& d) const { return RingDims{d.B, d.NH, d.HD, d.T_ctx}; }
   const TokenPositions& positions_of(int member) const { return positions_[member]; }
 
   Communicator& cp_;
-  ChunkHooks<T> identity_;
-  ChunkHooks<T>* inner_;
   Trace no_trace_;
   Trace* trace_;
   std::vector<TokenPositions> positions_;  // every cp rank's tokens

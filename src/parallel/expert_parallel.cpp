@@ -7,11 +7,7 @@ namespace shardlab {
 
 template <class T>
 ExpertParallel<T>::ExpertParallel(Communicator& ep, ChunkHooks<T>* inner, MemoryLedger& ledger, Trace* trace)
-    : ep_(ep),
-      inner_(inner ? inner : &identity_),
-      ledger_(ledger),
-      no_trace_(false),
-      trace_(trace ? trace : &no_trace_) {
+    : WrappedHooks<T>(inner), ep_(ep), ledger_(ledger), no_trace_(false), trace_(trace ? trace : &no_trace_) {
   ep_.set_memory_ledger(&ledger);
   for (auto* v : {&moved_.dispatch_sent, &moved_.dispatch_received, &moved_.combine_sent, &moved_.combine_received})
     v->assign(ep.size(), 0.0);

@@ -29,7 +29,7 @@
 namespace shardlab {
 
 template <class T>
-class ExpertParallel : public ChunkHooks<T> {
+class ExpertParallel : public WrappedHooks<T> {
  public:
   // inner: the other seams (null: the identity). trace (may be null): the all-to-alls' spans.
   ExpertParallel(Communicator& ep, ChunkHooks<T>* inner, MemoryLedger& ledger, Trace* trace = nullptr);
@@ -49,23 +49,10 @@ class ExpertParallel : public ChunkHooks<T> {
   const Moved& moved() const { return moved_; }
   void count_moves(bool on) { counting_ = on; }
 
-  // Every other seam: the inner hooks'.
-  const T* enter(const T* x, T* full, const BlockDims& d) override { return inner_->enter(x, full, d); }
-  void leave(T* partial, T* y, const BlockDims& d) override { inner_->leave(partial, y, d); }
-  const T* leave_backward(const T* dy, T* full, const BlockDims& d) override {
-    return inner_->leave_backward(dy, full, d);
-  }
-  T* enter_backward(T* d_full, const BlockDims& d) override { return inner_->enter_backward(d_full, d); }
-  const T* region_input(const T* x, T* full, const BlockDims& d) override { return inner_->region_input(x, full, d); }
-  const T* head_input(const T* x, T* full, const BlockDims& d) override { return inner_->head_input(x, full, d); }
-  void head_input_backward(T* d_full, const BlockDims& d) override { inner_->head_input_backward(d_full, d); }
-  void vocab_max(T* x, size_t n) override { inner_->vocab_max(x, n); }
-  void vocab_sum(T* x, size_t n) override { inner_->vocab_sum(x, n); }
+  // Every other seam: the wrapped hooks' (WrappedHooks).
 
  private:
   Communicator& ep_;
-  ChunkHooks<T> identity_;
-  ChunkHooks<T>* inner_;
   MemoryLedger& ledger_;
   Trace no_trace_;
   Trace* trace_;
