@@ -72,18 +72,14 @@ if run "setup: 1 process, capacity 1.0" 1 "$L/cap_one" --steps 4 --moe-capacity 
 fi
 
 # Expert parallelism: the experts spread over ep ranks, each rank its own samples; the fixed combine order
-# keeps the single process's sums (compare within the f64 tolerance; the loss itself is bit-identical at ep 2).
+# keeps the single process's sums (compare within the f64 tolerance; bit for bit only where the BLAS kernel gives
+# an expert's rows the same bits whatever the row count: Haswell's does here, the AVX-512 ones need not).
 layout ep2 2 --ep 2
 layout ep4 4 --ep 4 --micro-batch 1
 layout ep2_dp2 4 --ep 2 --dp 2 --micro-batch 1
 layout ep2_pp2 4 --ep 2 --pp 2
 layout ep2_recompute 2 --ep 2 --recompute full
 layout ep2_tp2 4 --ep 2 --tp 2
-if [ "$(column "$L/one" loss)" = "$(column "$L/ep2" loss)" ]; then
-  ok "(1) ep 2: the loss column is bit-identical to the single process's"
-else
-  fail "(1) ep 2: the loss column is bit-identical" "$(paste -d' ' <(column "$L/one" loss) <(column "$L/ep2" loss) | head -n 3 | tr '\n' '|')"
-fi
 # The parameters per rank: the dense ones whole, E/ep of each MoE block's experts.
 params() { python3 -c 'import json, sys; print(" ".join(str(r["params"]) for r in json.load(open(sys.argv[1]))["ranks"]))' "$1/ledger.json"; }
 whole=$(params "$L/one") per_ep2=$(params "$L/ep2") per_ep4=$(params "$L/ep4")
