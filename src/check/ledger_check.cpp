@@ -115,9 +115,10 @@ void read_layout(const Json& j, LedgerCheck* c) {
                              " is not layout.dp × pp × cp × ep × tp = " + std::to_string(c->grid_dp) + " × " +
                              std::to_string(c->pp) + " × " + std::to_string(c->cp) + " × " + std::to_string(c->ep) +
                              " × " + std::to_string(c->tp) + " = " + std::to_string(world));
-  if (c->ep > 1 && c->layout.strategy != Strategy::dp)
-    throw std::runtime_error("layout.ep " + std::to_string(c->ep) + " with " + strategy_name(c->layout.strategy) +
-                             ": no run does that (expert parallelism keeps replicated states)");
+  if (c->ep > 1 && c->layout.strategy == Strategy::hybrid)
+    throw std::runtime_error("layout.ep " + std::to_string(c->ep) + " with hybrid: no run does that");
+  // ZeRO/FSDP with experts shard over the ranks that hold the same parameters, dp × cp (parallel/across_ep.cpp).
+  if (c->ep > 1 && c->layout.strategy != Strategy::dp) c->layout.dp = c->grid_dp * c->cp;
   c->sharding = shard_layout(c->layout, c->psi);
   c->comm_checked = c->comm_impl == CommImpl::ring;
   c->tp_checked = c->comm_checked && c->tp > 1;
@@ -230,7 +231,8 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
     rc.cp_rank = at.cp;
     rc.ep_rank = at.ep;
     rc.dp_rank = at.dp;
-    rc.grad_member = (u64(at.dp) * c.cp + u64(at.cp)) * c.ep + u64(at.ep);
+    rc.grad_member = u64(at.dp) * c.cp + u64(at.cp);  // its place in the gradient group (ZeRO/FSDP with ep: dp × cp)
+    if (c.layout.strategy == Strategy::dp) rc.grad_member = rc.grad_member * c.ep + u64(at.ep);
     // The parameters this rank holds: its stage's units, its tp slice of them (claims C19, C26).
     rc.psi = c.psi;
     std::vector<bool> held;

@@ -169,8 +169,11 @@ void print_comm(std::ostream& out, const LedgerCheck& c) {
     return;
   }
   const bool split = c.layout.ranks_per_node > 0;
-  out << "Bytes sent per step on axis dp, ring reduce_scatter + all_gather + all_reduce (claims C8, C12, C14):\n"
-      << "formula vs comm.totals / " << c.steps << " steps"
+  out << "Bytes sent per step on axis dp, ring reduce_scatter + all_gather + all_reduce (claims C8, C12, C14):\n";
+  if (c.ep_checked && c.layout.strategy != Strategy::dp)
+    out << "  (" << strategy_label(c.layout.strategy) << " with experts: the rings over dp × cp = " << c.layout.dp
+        << ", plus the all-reduce over ep of each rank's shard of the dense gradients, purpose dense_grads)\n";
+  out << "formula vs comm.totals / " << c.steps << " steps"
       << (split ? "" : " (no ranks_per_node: intra + inter compared as one sum)") << "\n";
   Table t({"rank", "formula intra", "formula inter", "measured intra", "measured inter", "match"});
   for (const RankCheck& rc : c.ranks) {

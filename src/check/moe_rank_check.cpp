@@ -63,6 +63,38 @@ LinkBytes ep_grad_step_bytes(const LedgerCheck& c, const std::vector<bool>& held
   }
   return out;
 }
+
+// ZeRO/FSDP with experts (parallel/across_ep.cpp): the dp rings of the gradient group's strategy over dp × cp, plus one
+// all-reduce over ep of this rank's shard of the dense gradients (padding included) per step.
+StepComm ep_sharded_step_bytes(const LedgerCheck& c, const std::vector<bool>& held, const RankCheck& rc) {
+  const ActivationShape& a = c.activation_shape;
+  const GptDims gpt{a.vocab, a.seq, a.hidden, a.layers, a.moe};
+  Layout l = c.layout;
+  l.ranks_per_node = 0;  // links are not told apart here: totals are compared
+  StepComm out = step_comm_bytes(c.recipe, rc.psi, l, rc.grad_member);
+  const ShardLayout sh = shard_layout(c.layout, rc.psi);
+  const u64 lo = rc.grad_member * sh.shard(), hi = lo + sh.shard();
+  u64 dense = 0;
+  for (const GradRange& r : ep_grad_ranges(gpt, c.tp, c.ep, held, sh.padded(), sh.padded()))
+    if (!r.expert) dense += r.hi > lo && r.lo < hi ? std::min(hi, r.hi) - std::max(lo, r.lo) : 0;
+  if (dense > 0)
+    out.all_reduce.intra += ring_sent_elements(RingOp::all_reduce, even_chunks(dense, c.ep), size_t(rc.ep_rank)) *
+                            bytes_per_param(c.recipe)[Mem::grad];
+  return out;
+}
+
+// The measured side of it: the dp rings and the ep all-reduce of purpose "dense_grads".
+StepComm measured_ep_sharded(const Json& rank, const std::string& where) {
+  StepComm m = measured_dp_ring(rank, where);
+  for (const Json& t : need(need(rank, "comm", where), "totals", where + ".comm")) {
+    const std::string w = where + ".comm.totals[]";
+    if (need_string(t, "axis", w) != "ep" || need_string(t, "op", w) != "all_reduce" ||
+        need_string(t, "impl", w) != "ring" || !t.contains("purpose") || need_string(t, "purpose", w) != "dense_grads")
+      continue;
+    m.all_reduce.intra += need_u64(t, "sent_intra", w) + need_u64(t, "sent_inter", w);
+  }
+  return m;
+}
 }  // namespace
 
 void read_moe_section(const Json& j, LedgerCheck* c) {
@@ -136,11 +168,17 @@ void check_moe_rank(const Json& rank, const LedgerCheck& c, const std::vector<bo
   rc->ep = check_ep_rank(rank, es, ep_run_calls(es, actions, rows), c.comm_checked, where);
   if (!c.comm_checked) return;
   CommRow& m = rc->comm;  // claims C8, C25: dense gradients over dp·ep, the experts' over dp
-  m.formula = StepComm{};
-  m.formula.all_reduce = ep_grad_step_bytes(c, held, *rc);
-  m.measured = measured_dp_ring(rank, where);
   m.steps = c.steps;
-  m.split = c.world_ranks_per_node > 0;
+  if (c.layout.strategy == Strategy::dp) {
+    m.formula = StepComm{};
+    m.formula.all_reduce = ep_grad_step_bytes(c, held, *rc);
+    m.measured = measured_dp_ring(rank, where);
+    m.split = c.world_ranks_per_node > 0;
+  } else {  // claims C12, C14 over dp, then the dense shard over ep
+    m.formula = ep_sharded_step_bytes(c, held, *rc);
+    m.measured = measured_ep_sharded(rank, where);
+    m.split = false;
+  }
   const LinkBytes f = m.formula.total(), got = m.measured.total();
   m.match = m.split ? times_equals(f.intra, c.steps, got.intra) && times_equals(f.inter, c.steps, got.inter)
                     : times_equals(f.total(), c.steps, got.total());

@@ -113,10 +113,16 @@ void print_ep(std::ostream& out, const LedgerCheck& c) {
   out << "  even load: every dispatch and combine s·b·k·h·w·(e−1)/e = "
       << commas(ep_even_layer_bytes(s.seq * s.micro_batch, s.moe.top_k, s.hidden, w, E, e).all_to_all)
       << " B;\n  the routing decides the rest (C25: uneven load, ranks wait in the all-to-all)\n"
-      << "  gradients: the dense tensors' all-reduce over dp·e = " << c.grid_dp * e
-      << " ranks, the experts' over dp = " << c.grid_dp
-      << (c.grid_dp == 1 ? " (none: each expert lives on one rank)" : "")
-      << ",\n  range by range (the dp table above)\n";
+      << "  gradients: ";
+  if (c.layout.strategy == Strategy::dp)
+    out << "the dense tensors' all-reduce over dp·e = " << c.grid_dp * e
+        << " ranks, the experts' over dp = " << c.grid_dp
+        << (c.grid_dp == 1 ? " (none: each expert lives on one rank)" : "")
+        << ",\n  range by range (the dp table above)\n";
+  else
+    out << strategy_label(c.layout.strategy) << " shards every tensor over the ranks that hold it, dp = " << c.grid_dp
+        << "; the dense\n  shard is then all-reduced over e = " << e
+        << " (the dp table above); the dense optimizer states are sharded over dp only\n";
 }
 
 std::string moe_mismatches(const LedgerCheck& c, const RankCheck& rc) {

@@ -260,6 +260,8 @@ void moe_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   q.micro_batch = o.act.micro_batch;
   q.accum = o.pp_given ? u64(o.pp.micro_batches) : o.sharding ? o.dp.layout.accum : 1;
   q.dp = o.sharding ? o.dp.layout.dp : 1;
+  q.strategy = o.sharding ? o.dp.layout.strategy : Strategy::dp;
+  if (q.strategy == Strategy::hybrid) throw Fail{"--ep with --fsdp hybrid: not supported (a run refuses it too)"};
   o.ep_given = true;
 }
 

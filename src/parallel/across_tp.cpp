@@ -28,13 +28,19 @@ double DataParallel<T>::unit_grad_sumsq(int unit, size_t lo, size_t hi) const {
   const bool replicated_here = !tp_ || tp_->rank() == 0;  // a replicated tensor counts once: on tp rank 0
   double s = 0.0;
   for (const TensorSpec& t : layout_.tensors()) {
-    if (experts_ && t.expert) {  // my experts, whole, once per expert group (and tp): the other ep ranks add theirs
-      if (experts_->rank() == 0 && replicated_here && t.offset >= layout_.unit_begin(unit) &&
-          t.offset < layout_.unit_end(unit))
+    const bool overlaps = t.offset < hi && t.offset + t.numel > lo;
+    if (experts_ && t.expert) {
+      if (ep_sharded_) {  // my shard of my experts (every ep rank counts its own: the norm adds over ep)
+        if (overlaps && replicated_here)
+          s += states_->grad_sumsq(std::max(lo, t.offset), std::min(hi, t.offset + t.numel));
+      } else if (experts_->rank() == 0 && replicated_here && t.offset >= layout_.unit_begin(unit) &&
+                 t.offset < layout_.unit_end(unit)) {  // my experts, whole, once per expert group (and tp)
         s += states_->grad_sumsq(t.offset, t.offset + t.numel);
+      }
       continue;
     }
-    if (t.offset < hi && t.offset + t.numel > lo && (!t.replicated() || replicated_here))
+    const bool dense_here = !ep_sharded_ || ep_->rank() == 0;  // sharded over dp only: every ep rank holds it
+    if (overlaps && (!t.replicated() || replicated_here) && dense_here)
       s += states_->grad_sumsq(std::max(lo, t.offset), std::min(hi, t.offset + t.numel));
   }
   return s;

@@ -26,10 +26,14 @@ DataParallel<T>::DataParallel(const ParallelLayout& settings, const Recipe& reci
   cp_ = grid.size(Axis::cp) > 1 ? &grid.comm(Axis::cp) : nullptr;
   ep_ = grid.size(Axis::ep) > 1 ? &grid.comm(Axis::ep) : nullptr;
   experts_ = ep_ ? &grid.expert_grad_group() : nullptr;
+  // ZeRO/FSDP with experts: shard over the ranks that hold the same parameters, the experts' group (dp × cp). The
+  // reduce-scatter sums every gradient over it; the dense ones are then summed over ep on each shard (across_ep.cpp).
+  ep_sharded_ = ep_ && strategy_ != Strategy::dp;
+  if (ep_sharded_) shard_ = experts_;
   for (int u = 0; u < layout.units(); ++u)
     if (layout.holds(u)) last_held_ = u;  // it also carries the padding
   sequence_parallel_ = tp_ && settings.sequence_parallel;
-  sums_ = std::make_unique<GridSums>(tp_, cp_, pp_, dp_, shard_, sequence_parallel_, ep_);
+  sums_ = std::make_unique<GridSums>(tp_, cp_, pp_, dp_, shard_, sequence_parallel_, ep_, ep_sharded_);
   for (Communicator* c :
        {dp_, shard_, across_, tp_, pp_, cp_, ep_, experts_})  // ring receive buffers show as comm_buffer in the ledger
     if (c) c->set_memory_ledger(&ledger);

@@ -17,7 +17,9 @@
 // dp group of ranks that hold the same slice; the loss, the gradient norm and, with sequence parallelism,
 // the replicated tensors' gradients are then combined across the tp group too (across_tp.cpp). A pipeline
 // stage's engine holds only its units (its layout's other units are empty); the loss and the gradient
-// norm combine across the pp group. Checkpoints of whole tensors from any layout: io/whole_checkpoint.h.
+// norm combine across the pp group. With expert parallelism dense gradients are summed over dp × ep and the experts'
+// over dp; ZeRO/FSDP then shard over dp, where the same experts live (across_ep.cpp).
+// Checkpoints of whole tensors from any layout: io/whole_checkpoint.h.
 #pragma once
 #include <cstdint>
 #include <list>
@@ -111,21 +113,25 @@ class DataParallel : public UnitAccess<T> {
   // parallelism, a unit's part of Σ g².
   void reduce_replicated_grads();
   double unit_grad_sumsq(int unit, size_t lo, size_t hi) const;  // Σ g² of [lo, hi) ⊂ the unit, once per parameter
+  // ZeRO/FSDP with expert parallelism (across_ep.cpp): this rank's shard of the dense gradients summed over ep.
+  void reduce_dense_over_ep();
 
   const ParamLayout& layout_;
   ProcessGrid& grid_;
   MemoryLedger& ledger_;
   Trace& trace_;
   Strategy strategy_;
-  Communicator* dp_;       // every data-parallel rank: the loss
-  Communicator* shard_;    // the gradient ring and the sharding group (dp, or dp × cp; the node's part for hybrid)
-  Communicator* across_;   // hybrid: the same shard on every node
-  Communicator* tp_;       // tensor-parallel partners (null when tp = 1)
-  Communicator* pp_;       // the other pipeline stages (null when pp = 1)
-  Communicator* cp_;       // context-parallel partners: the loss's other tokens (null when cp = 1)
-  Communicator* ep_;       // expert-parallel partners: the loss's other samples (null when ep = 1)
-  Communicator* experts_;  // expert parallelism: the ranks that hold my experts, dp × cp (null when ep = 1)
-  int last_held_ = 0;      // the last unit this rank holds (a stage holds some)
+  Communicator* dp_;         // every data-parallel rank: the loss
+  Communicator* shard_;      // the gradient ring and the sharding group (dp × cp × ep; the node's part for hybrid;
+                             // the experts' group dp × cp for ZeRO/FSDP with experts)
+  Communicator* across_;     // hybrid: the same shard on every node
+  Communicator* tp_;         // tensor-parallel partners (null when tp = 1)
+  Communicator* pp_;         // the other pipeline stages (null when pp = 1)
+  Communicator* cp_;         // context-parallel partners: the loss's other tokens (null when cp = 1)
+  Communicator* ep_;         // expert-parallel partners: the loss's other samples (null when ep = 1)
+  Communicator* experts_;    // expert parallelism: the ranks that hold my experts, dp × cp (null when ep = 1)
+  bool ep_sharded_ = false;  // ZeRO/FSDP with experts: sharded over the experts' group, dense gradients summed over ep
+  int last_held_ = 0;        // the last unit this rank holds (a stage holds some)
   bool sequence_parallel_;
   ShardLayout shards_;
   std::unique_ptr<ModelStates<T>> states_;

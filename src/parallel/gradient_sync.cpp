@@ -33,8 +33,8 @@ void DataParallel<T>::make_buckets(double bucket_mb) {
 
 template <class T>
 std::vector<typename DataParallel<T>::SyncRange> DataParallel<T>::sync_ranges(size_t lo, size_t hi) const {
-  if (!experts_) return {SyncRange{lo, hi, shard_, shards_.counts(lo, hi)}};
-  std::vector<SyncRange> out;  // (expert parallelism runs with replicated states: even chunks, no shards)
+  if (!experts_ || ep_sharded_) return {SyncRange{lo, hi, shard_, shards_.counts(lo, hi)}};
+  std::vector<SyncRange> out;  // (DP with expert parallelism: replicated states, even chunks, no shards)
   auto add = [&](size_t a, size_t b, Communicator* group) {
     if (a >= b) return;
     if (!out.empty() && out.back().group == group && out.back().hi == a)
@@ -177,6 +177,7 @@ void DataParallel<T>::finish_gradients() {
     else
       across_->all_reduce(g.t(g.begin()), g.size());
   }
+  if (ep_sharded_) reduce_dense_over_ep();
   if (sequence_parallel_) reduce_replicated_grads();
 }
 

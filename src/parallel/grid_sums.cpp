@@ -54,6 +54,7 @@ double GridSums::norm_of_units(std::vector<double> parts) const {
   };
   add_over(tp_);
   add_over(shard_);
+  if (norm_over_ep_) add_over(ep_);
   add_over(pp_);  // a unit lives on one stage: the other stages add exact zeros
   double total = 0.0;
   for (double p : parts) total += p;

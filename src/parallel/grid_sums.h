@@ -6,7 +6,8 @@
 //              part), then over the pipeline stages (only the last computes the loss: the others add exact
 //              zeros), then over the ep ranks (other samples), then over the dp ranks.
 //   grad norm  Σ g² of each unit over this rank's part of it, the parts of a unit added over tp, then over the
-//              shard group, then over pp (a unit lives on one stage); then the units added in unit order; √.
+//              shard group, then (ZeRO/FSDP with experts) over ep, then over pp (a unit lives on one stage); then
+//              the units added in unit order; √.
 //              The engine (data_parallel.h) computes each unit's part (a replicated tensor on tp rank 0 only).
 //   replicated gradients (sequence parallelism): each tp rank's replicated tensors (LayerNorms, the
 //              row-parallel biases, the embeddings and the head) saw only its positions, so their gradients are
@@ -31,17 +32,25 @@ class GridSums {
   // Null communicators: the axis has one rank. shard: the ranks a ZeRO/FSDP store is sharded over (= dp, or
   // a node's dp ranks under hybrid).
   // shard is the grid's gradient group (dp × cp with context parallelism) or its node part.
-  // ep: the expert-parallel ranks, which hold other samples (null: one).
+  // ep: the expert-parallel ranks, which hold other samples (null: one). norm_over_ep: ZeRO/FSDP with experts shard
+  // over dp × cp only, so a unit's parts are added over ep too (each ep rank counts its own experts).
   GridSums(Communicator* tp, Communicator* cp, Communicator* pp, Communicator* dp, Communicator* shard,
-           bool sequence_parallel, Communicator* ep = nullptr)
-      : tp_(tp), cp_(cp), pp_(pp), dp_(dp), shard_(shard), ep_(ep), sequence_parallel_(sequence_parallel) {}
+           bool sequence_parallel, Communicator* ep = nullptr, bool norm_over_ep = false)
+      : tp_(tp),
+        cp_(cp),
+        pp_(pp),
+        dp_(dp),
+        shard_(shard),
+        ep_(ep),
+        sequence_parallel_(sequence_parallel),
+        norm_over_ep_(norm_over_ep) {}
 
   double over_slices(double local) const;  // Σ over tp with sequence parallelism, then over cp
   double over_stages(double local) const;  // Σ over pp
   double over_ranks(double local) const;   // over_slices, over_stages, then Σ over ep, then over dp
   // The same sums, element by element (one gather per axis).
   std::vector<double> over_ranks(std::vector<double> local) const;
-  // √(Σ over units of the unit's Σ g², each unit's parts added over tp, shard, pp).
+  // √(Σ over units of the unit's Σ g², each unit's parts added over tp, shard, (ep,) pp).
   double norm_of_units(std::vector<double> unit_sumsq) const;
   // The replicated tensors' gradients in [lo, hi) of the flat layout, summed over tp (the same on every tp
   // rank: their layouts and shards are alike).
@@ -51,25 +60,18 @@ class GridSums {
 
  private:
   Communicator *tp_, *cp_, *pp_, *dp_, *shard_, *ep_;
-  bool sequence_parallel_;
+  bool sequence_parallel_, norm_over_ep_;
 };
 
+// Runs [a, b) of a flat store summed over a group: packed, one all-reduce (the ring's order), unpacked.
 template <class T>
-void GridSums::replicated_grads(FlatStore<T>& g, const ParamLayout& layout, size_t lo, size_t hi,
-                                MemoryLedger& ledger) const {
-  std::vector<std::pair<size_t, size_t>> runs;
+void all_reduce_runs(Communicator& group, const char* purpose, FlatStore<T>& g,
+                     const std::vector<std::pair<size_t, size_t>>& runs, MemoryLedger& ledger) {
   size_t n = 0;
-  for (const TensorSpec& t : layout.tensors()) {
-    if (!t.replicated()) continue;
-    const size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.numel);
-    if (a < b) {
-      runs.push_back({a, b});
-      n += b - a;
-    }
-  }
+  for (auto [a, b] : runs) n += b - a;
   if (n == 0) return;
-  Communicator::Purpose purpose(*tp_, "replicated_grads");
-  auto reduce = [&](auto* first) {  // pack the runs, one all-reduce, unpack
+  Communicator::Purpose tag(group, purpose);
+  auto reduce = [&](auto* first) {
     using E = std::remove_pointer_t<decltype(first)>;
     Buffer<E> packed(ledger, Mem::workspace, n, 0, nullptr, false);
     size_t at = 0;
@@ -77,7 +79,7 @@ void GridSums::replicated_grads(FlatStore<T>& g, const ParamLayout& layout, size
       std::memcpy(packed.data() + at, g.raw(a), (b - a) * sizeof(E));
       at += b - a;
     }
-    tp_->all_reduce(packed.data(), n);
+    group.all_reduce(packed.data(), n);
     at = 0;
     for (auto [a, b] : runs) {
       std::memcpy(g.raw(a), packed.data() + at, (b - a) * sizeof(E));
@@ -88,6 +90,18 @@ void GridSums::replicated_grads(FlatStore<T>& g, const ParamLayout& layout, size
     reduce(static_cast<bf16*>(nullptr));
   else
     reduce(static_cast<T*>(nullptr));
+}
+
+template <class T>
+void GridSums::replicated_grads(FlatStore<T>& g, const ParamLayout& layout, size_t lo, size_t hi,
+                                MemoryLedger& ledger) const {
+  std::vector<std::pair<size_t, size_t>> runs;
+  for (const TensorSpec& t : layout.tensors()) {
+    if (!t.replicated()) continue;
+    const size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.numel);
+    if (a < b) runs.push_back({a, b});
+  }
+  all_reduce_runs(*tp_, "replicated_grads", g, runs, ledger);
 }
 
 }  // namespace shardlab

@@ -64,6 +64,16 @@ void print_expert_parallel(std::ostream& out, const EpRequest& q, const Recipe& 
     out << "\n  — still " << fixed(mine * per_param / kGpuBytes, 2)
         << " × an 80 GB GPU: the dense part wants sharding too (ZeRO over dp, or tp)";
   out << "\n";
+  if (q.strategy != Strategy::dp) {  // ZeRO/FSDP shard over the ranks that hold the same experts: dp, not dp·e
+    const PerCategory st = per_rank_model_state_bytes(recipe, mine, Layout{q.strategy, q.dp, 0, q.accum});
+    const u64 dense = mine - Lm * (E / e) * expert, gb = bytes_per_param(recipe)[Mem::grad];
+    out << "  with " << strategy_label(q.strategy) << " over the dp = " << q.dp
+        << " ranks that hold the same experts (not dp·e: the other ep ranks hold other\n  experts): "
+        << commas(st.total()) << " B of model states per rank (" << model_state_formula(recipe, q.strategy)
+        << ", Ψ the rank's " << commas(mine) << "); the dense gradients,\n  summed over dp by the reduce-scatter, "
+        << "are then all-reduced over e on each shard:\n  2·(e−1)/e · dense/dp · " << gb << " B = "
+        << commas(u64(2.0L * (e - 1) / e * dense / q.dp * gb)) << " B sent per step\n";
+  }
   const EpLayerBytes b = ep_even_layer_bytes(q.seq * q.micro_batch, k, h, w, E, e);
   out << "  C25 \"each MoE layer does two all-to-alls (dispatch, combine)\": a rank routes s·b·k = " << q.seq << "·"
       << q.micro_batch << "·" << k << " = " << commas(b.rows) << " slots per micro-batch;\n  at an even load a "
@@ -83,7 +93,8 @@ void print_expert_parallel(std::ostream& out, const EpRequest& q, const Recipe& 
   a.print(out);
   out << "  (--recompute full repeats the forward's three; the gradients then all-reduce the dense tensors over\n  "
          "dp·e = "
-      << q.dp * e << " ranks and each expert's over dp = " << q.dp << (q.dp == 1 ? ": none" : "") << ")\n";
+      << q.dp * e << " ranks and each expert's over dp = " << q.dp << (q.dp == 1 ? ": none" : "")
+      << (q.strategy == Strategy::dp ? "" : "; sharded: see above") << ")\n";
   out << "  C25 \"routing is input-dependent, so load imbalance idles ranks\": these bytes assume every expert gets "
          "s·b·k/E slots;\n  the router decides per token, so one rank's experts may get more rows — it computes "
          "longer and sends more,\n  and every all-to-all waits for the slowest rank (the trace's \"moe combine\" "

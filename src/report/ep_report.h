@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <iosfwd>
 
+#include "optim/strategy.h"
 #include "plan/state_bytes.h"
 
 namespace shardlab::plan {
@@ -19,6 +20,7 @@ struct EpRequest {
   std::uint64_t seq = 64, micro_batch = 1;  // s, b of a micro-batch
   std::uint64_t accum = 1;                  // A: micro-batches per step (--accum with --dp, --micro-batches with --pp)
   std::uint64_t dp = 1;                     // the dp ranks holding the same experts (their gradients' group)
+  Strategy strategy = Strategy::dp;         // --zero / --fsdp: shard over those dp ranks (parallel/across_ep.cpp)
   bool mixtral = false;                     // --preset 7b: the Mixtral-8x7B-like example
 };
 

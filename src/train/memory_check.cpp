@@ -37,7 +37,9 @@ plan::MemoryNeed memory_need(const TrainConfig& cfg, int world) {
   const ParallelLayout& l = cfg.layout;
   run.layout.strategy = l.strategy();
   const int cp = std::max(1, l.cp), dp = (l.dp ? l.dp : world / std::max(1, l.tp * l.pp * cp * l.ep)) * l.ep;
-  run.layout.dp = dp * cp;  // the model states are sharded over the gradient group, dp × cp
+  // The model states are sharded over the gradient group, dp × cp (× ep); ZeRO/FSDP with experts over the ranks that
+  // hold the same parameters, dp × cp (parallel/across_ep.cpp).
+  run.layout.dp = (run.layout.strategy == Strategy::dp ? dp : dp / l.ep) * cp;
   run.tp = static_cast<uint64_t>(std::max(1, l.tp));
   run.sequence_parallel = l.sequence_parallel;
   run.cp = static_cast<uint64_t>(cp);

@@ -178,9 +178,9 @@ std::string validate_train_config(const TrainConfig& c) {
     if (E % l.ep != 0)
       return "--moe-experts " + std::to_string(E) + " is not divisible by --ep " + std::to_string(l.ep) +
              " (every ep rank holds E/ep whole experts)";
-    if (l.strategy() != Strategy::dp)
-      return "--ep shards the experts itself; with --zero or --fsdp it is not supported yet (experts and dense "
-             "parameters reduce over different groups)";
+    if (l.strategy() == Strategy::hybrid)
+      return "--fsdp hybrid shards inside a node and all-reduces across nodes; with --ep the experts' shards "
+             "would need a third group: use --fsdp full or shard_grad_op (ZeRO-3, ZeRO-2) with --ep";
   }
   if (c.model.moe.on() && (l.cp > 1 || l.sequence_parallel))
     return std::string(l.cp > 1 ? "--cp" : "--sequence-parallel") +

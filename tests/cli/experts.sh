@@ -5,15 +5,16 @@
 #      experts on every tp rank), --recompute full and a capacity that drops slots reproduce the single process
 #      (compare, f64 tolerance, the router's columns aux_loss, z_loss, imbalance and dropped included); so does
 #      expert parallelism — ep 2, ep 4, ep 2 × dp 2, ep 2 × pp 2, ep 2 × tp 2 (whole experts on every tp rank),
-#      ep 2 with full recompute — each rank holding E/ep of the experts (ledger.json's params);
+#      ep 2 with full recompute, ep 2 with ZeRO-2 and accumulation, ep 2 × dp 2 with FSDP — each rank holding E/ep
+#      of the experts (ledger.json's params);
 #  (2) the outputs: loss.csv's MoE columns, moe_load.csv (every step × MoE block, the slots of the global batch:
 #      seq × global batch × k per block, before capacity), moe_load.svg; --moe-every 2 makes only even blocks
 #      MoE; the load-balancing loss at α = 0 lets the load drift further from even than at α = 0.1;
-#  (3) checkpoints: a MoE run saved at step 3 resumes on dp 2, and an ep-2 run at ep 4 and on one process, each
-#      continuing the single process's curve;
+#  (3) checkpoints: a MoE run saved at step 3 resumes on dp 2, an ep-2 run at ep 4, on one process and at ep 2
+#      with ZeRO-2, and an ep 2 × dp 2 ZeRO-3 run on one process, each continuing the single process's curve;
 #  (4) bad input: k > E, k < 1, negative capacity, NaN coefficients, --moe-every beyond the layers, experts
 #      with --cp or --sequence-parallel, --ep without experts, E not divisible by ep, a world ep does not divide,
-#      --ep 0, --ep with ZeRO: exit 2, one error line from rank 0.
+#      --ep 0, --ep with FSDP hybrid: exit 2, one error line from rank 0.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_layouts.sh"  # mpi, run, compare_runs, steps_are, bad (over the flags R below)
@@ -80,6 +81,9 @@ layout ep2_dp2 4 --ep 2 --dp 2 --micro-batch 1
 layout ep2_pp2 4 --ep 2 --pp 2
 layout ep2_recompute 2 --ep 2 --recompute full
 layout ep2_tp2 4 --ep 2 --tp 2
+# ZeRO/FSDP shard over the ranks that hold the same experts (dp), the dense shards then all-reduced over ep.
+layout ep2_zero2 2 --ep 2 --zero 2 --micro-batch 1
+layout ep2_dp2_fsdp 4 --ep 2 --dp 2 --fsdp full --micro-batch 1
 # The parameters per rank: the dense ones whole, E/ep of each MoE block's experts.
 params() { python3 -c 'import json, sys; print(" ".join(str(r["params"]) for r in json.load(open(sys.argv[1]))["ranks"]))' "$1/ledger.json"; }
 whole=$(params "$L/one") per_ep2=$(params "$L/ep2") per_ep4=$(params "$L/ep4")
@@ -127,13 +131,23 @@ if run "(3) 1 process, 3 steps, --save" 1 "$K/one_3" --steps 3 --save "$K/ck" &&
   steps_are "(3) 1 process -> dp 2" "$K/to_dp2" 4 6
   compare_runs "(3) 1 process -> dp 2 vs the uninterrupted single process, steps 4..6" "$L/one" "$K/to_dp2"
 fi
-# Checkpoints hold whole experts: an ep-2 run resumes at ep 4 and on one process.
+# Checkpoints hold whole experts: an ep-2 run resumes at ep 4, on one process and sharded (ep 2 with ZeRO-2), and a
+# sharded one (ep 2 × dp 2 with ZeRO-3: shards gathered over dp, then the ep ranks' experts) on one process.
 if run "(3) ep 2, 3 steps, --save" 2 "$K/ep2_3" --ep 2 --steps 3 --save "$K/ck_ep2"; then
-  for np in 4 1; do
-    flags=(--ep "$np" --micro-batch $((4 / np / 2 > 0 ? 2 : 1)))
-    run "(3) the ep-2 checkpoint resumed on $np ranks" "$np" "$K/ep2_to_$np" "${flags[@]}" --resume "$K/ck_ep2" --steps 6 &&
-      compare_runs "(3) ep 2 -> ep $np vs the uninterrupted single process, steps 4..6" "$L/one" "$K/ep2_to_$np"
+  for to in "4 --ep 4 --micro-batch 1" "1" "2 --ep 2 --zero 2 --micro-batch 1"; do
+    read -r np flags <<<"$to"
+    where="$np ranks $flags"
+    [ "$np" = 1 ] && where="one process"
+    # shellcheck disable=SC2086  # flags: words
+    run "(3) the ep-2 checkpoint resumed on $where" "$np" "$K/ep2_to_$np" $flags --resume "$K/ck_ep2" --steps 6 &&
+      compare_runs "(3) ep 2 -> $where vs the uninterrupted single process, steps 4..6" "$L/one" "$K/ep2_to_$np"
   done
+fi
+if run "(3) ep 2 × dp 2 with ZeRO-3, 3 steps, --save" 4 "$K/z3_3" --ep 2 --dp 2 --zero 3 --micro-batch 1 --steps 3 \
+  --save "$K/ck_z3"; then
+  run "(3) the ZeRO-3 × ep-2 checkpoint resumed on one process" 1 "$K/z3_to_1" --resume "$K/ck_z3" --steps 6 &&
+    compare_runs "(3) ep 2 × dp 2 ZeRO-3 -> 1 process vs the uninterrupted single process, steps 4..6" "$L/one" \
+      "$K/z3_to_1"
 fi
 
 # ---------------------------------------------------------------- (4) bad input
@@ -148,6 +162,6 @@ bad "--ep without experts" 2 'add --moe-experts' --ep 2 --moe-experts 0
 bad "E not divisible by ep" 3 'moe-experts 4 is not divisible by --ep 3' --ep 3
 bad "ep not dividing the world" 3 'ep 2 does not divide the world of 3' --ep 2
 bad "--ep 0" 2 'ep must be at least 1' --ep 0
-bad "--ep with --zero" 2 'not supported yet' --ep 2 --zero 1
+bad "--ep with --fsdp hybrid" 2 'use --fsdp full or shard_grad_op' --ep 2 --fsdp hybrid --ranks-per-node 1
 
 [ "$fails" = 0 ]

@@ -2,13 +2,16 @@
 # Mixture of experts and expert parallelism against the formulas (claim C25; plan/moe_items.h, plan/ep_bytes.h,
 # check/moe_check.h):
 #  (1) tiny MoE runs — one process dropless, one process with capacity 1.0 (drops), dp 2, ep 2, ep 4 with one sample
-#      per micro-batch, ep 2 × pp 2, ep 2 with --mixed bf16, ep 2 with --recompute full — each passes
+#      per micro-batch, ep 2 × pp 2, ep 2 with --mixed bf16, ep 2 with --recompute full, ep 2 with ZeRO-3 and ep 2 ×
+#      dp 2 with ZeRO-1 (sharded over dp, the dense shards then all-reduced over ep) — each passes
 #      `plan --ledger` exactly (every rank's parameters and expert parameters, MoE records and activation peak, ring
 #      totals, and with ep every all-to-all); and, computed here from the flags and the ledger's recorded rows alone:
 #      the dropless MoE items (s·b·k rows), each ep rank's counts bytes steps·A·L·(e−1)·(E/e)·4 and its dispatch
-#      bytes Σ (n − o)·h·w over forward and backward;
+#      bytes Σ (n − o)·h·w over forward and backward, and under ZeRO the dp ranks' dense shards (their all-reduces
+#      over ep) tiling Ψ_pad minus the expert parameters;
 #  (2) tampered ledgers fail (exit 1) naming what differs — one moe_dispatch record's bytes (the call, expected vs
-#      got), a recorded row of a dropless run, a rank's expert parameters, a capacity run's slot_out bytes — and a
+#      got), a recorded row of a dropless run, a rank's expert parameters, a capacity run's slot_out bytes, a ZeRO
+#      run's dense_grads all-reduce — and a
 #      ledger without layout.ep is refused (exit 2, the world size);
 #  (3) `plan --ep 2 --moe-experts 4 …` prints C25's four statements beside the bytes computed here, `plan --preset 7b
 #      --ep 8` the Mixtral-8x7B-like model, and --ep without experts is one error, exit 2.
@@ -75,9 +78,21 @@ for r in d["ranks"]:
                tot["moe_dispatch"]["sent_intra"] + tot["moe_dispatch"]["sent_inter"])
         if got != (counts, dispatch):
             bad.append("rank %d: counts, dispatch sent %s, formula %s" % (r["rank"], got, (counts, dispatch)))
+sharded = d["layout"]["strategy"] != "dp" and ep > 1
+if sharded:  # ZeRO/FSDP with experts: the dp ranks' shards of the dense gradients, all-reduced over ep, tile them
+    dense = 0
+    for r in d["ranks"]:
+        if r["moe"]["ep_rank"] == 0:
+            t = [x for x in r["comm"]["totals"] if x["axis"] == "ep" and x.get("purpose") == "dense_grads"]
+            dense += t[0]["elements"] // t[0]["calls"] if t else 0
+    want = d["layout"]["padded_params"] - d["ranks"][0]["moe"]["expert_params"]
+    if dense != want:
+        bad.append("dense_grads all-reduces over ep: %d elements per step over the dp ranks, want Ψ_pad − experts = %d"
+                   % (dense, want))
 if bad:
     sys.exit("; ".join(bad))
-print("MoE items as the flags say" + (", counts and dispatch bytes as the rows say" if ep > 1 else ""))
+print("MoE items as the flags say" + (", counts and dispatch bytes as the rows say" if ep > 1 else "") +
+      (", the dense shards' all-reduces over ep tile Ψ_pad − experts" if sharded else ""))
 EOF
 }
 
@@ -97,6 +112,10 @@ check_run "ep 2 × pp 2, micro-batch 1" 4 "$D/ep2pp2" "MoE record, ep all-to-all
   --micro-batch 1
 check_run "ep 2, --mixed bf16" 2 "$D/bf16" "MoE record, ep all-to-all and ring total" 2 --ep 2 --mixed bf16
 check_run "ep 2, --recompute full" 2 "$D/full" "MoE record, ep all-to-all and ring total" 2 --ep 2 --recompute full
+check_run "ep 2, ZeRO-3, micro-batch 1" 2 "$D/zero3" "MoE record, ep all-to-all and ring total" 2 --ep 2 --zero 3 \
+  --micro-batch 1
+check_run "ep 2 × dp 2, ZeRO-1, micro-batch 1" 4 "$D/zero1" "MoE record, ep all-to-all and ring total" 2 --ep 2 \
+  --dp 2 --zero 1 --micro-batch 1
 if grep -q "drop" "$D/cap.plan" && python3 -c "
 import json, sys; d = json.load(open('$D/cap/ledger.json')); sys.exit(0 if d['moe']['dropped'] > 0 else 1)"; then
   ok "(1) capacity 1.0 dropped slots, and the check took n and m from the run's rows"
@@ -142,6 +161,8 @@ tampered "rank 1's expert parameters said to be all E" "$D/ep2" 1 \
 tampered "a capacity run's slot_out one row larger over the run" "$D/cap" 1 \
   "rank 0 block.moe.slot_out \(bytes allocated: expected [0-9,]+, got [0-9,]+" \
   'd["ranks"][0]["memory"]["items"]["block.moe.slot_out"]["bytes_allocated"] += 128'
+tampered "ZeRO-1 with experts: rank 2's dense_grads all-reduce 8 B more" "$D/zero1" 1 \
+  "MISMATCH in rank 2 comm \(over the run, measured \+8 B\)" 'ep_total(2, "dense_grads")["sent_intra"] += 8'
 tampered "a ledger without layout.ep" "$D/ep2" 2 \
   "world_size 2 is not layout.dp × pp × cp × ep × tp = 1 × 1 × 1 × 1 × 1 = 1" 'del d["layout"]["ep"]'
 
