@@ -1,0 +1,117 @@
+// The order-free sum (see exact_sum.h): a term's 53-bit mantissa split at fixed 32-bit bin boundaries into the
+// 3 kept bins, integer additions, one rounding at the end.
+#include "core/exact_sum.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace shardlab {
+
+namespace {
+constexpr int kBias = 1088;  // bin j covers the bit positions [32j − kBias, 32j − kBias + 32)
+
+// Moves the window of s up to bin `to` (≥ s.top): the bins that fall below it are dropped whole.
+void raise_top(ExactSum& s, int32_t to) {
+  const int32_t d = to - s.top;
+  for (int k = 2; k >= 0; --k) s.bin[k] = k - d >= 0 ? s.bin[k - d] : 0;
+  s.top = to;
+}
+
+void count_terms(ExactSum& s, int64_t more) {
+  if (s.terms + more > ExactSum::kMaxTerms)
+    throw std::overflow_error("an exact sum of more than " + std::to_string(ExactSum::kMaxTerms) +
+                              " terms (its bins could overflow)");
+  s.terms = static_cast<int32_t>(s.terms + more);
+}
+}  // namespace
+
+void exact_add(ExactSum& acc, double x) {
+  count_terms(acc, 1);
+  if (acc.top == ExactSum::kNotFinite) return;
+  if (!std::isfinite(x)) {
+    acc.top = ExactSum::kNotFinite;
+    acc.bin[0] = acc.bin[1] = acc.bin[2] = 0;
+    return;
+  }
+  if (x == 0) return;
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const bool negative = bits >> 63;
+  const int biased = static_cast<int>((bits >> 52) & 0x7ff);
+  uint64_t m = bits & ((uint64_t(1) << 52) - 1);
+  int lsb = -1074;  // the bit position of m's lowest bit
+  if (biased != 0) {
+    m |= uint64_t(1) << 52;
+    lsb = biased - 1075;
+  }
+  const int high = lsb + 63 - __builtin_clzll(m);  // the leading bit's position
+  const int32_t j = (high + kBias) >> 5;
+  if (acc.top == ExactSum::kEmpty)
+    acc.top = j;
+  else if (j > acc.top)
+    raise_top(acc, j);
+  for (int k = 0; k < 3; ++k) {
+    const int shift = 32 * (acc.top - k) - kBias - lsb;  // the bin's lowest position relative to m's
+    uint64_t part = 0;
+    if (shift >= 0)
+      part = shift < 64 ? (m >> shift) & 0xffffffffu : 0;
+    else if (shift > -32)
+      part = (m << -shift) & 0xffffffffu;
+    acc.bin[k] += negative ? -int64_t(part) : int64_t(part);
+  }
+}
+
+void exact_merge(ExactSum& acc, const ExactSum& other) {
+  if (other.terms == 0) return;
+  count_terms(acc, other.terms);
+  if (acc.top == ExactSum::kNotFinite) return;
+  if (other.top == ExactSum::kNotFinite) {
+    acc.top = ExactSum::kNotFinite;
+    acc.bin[0] = acc.bin[1] = acc.bin[2] = 0;
+    return;
+  }
+  if (other.top == ExactSum::kEmpty) return;  // only zeros
+  ExactSum o = other;
+  if (acc.top == ExactSum::kEmpty) acc.top = o.top;
+  if (o.top > acc.top) raise_top(acc, o.top);
+  if (acc.top > o.top) raise_top(o, acc.top);
+  for (int k = 0; k < 3; ++k) acc.bin[k] += o.bin[k];
+}
+
+namespace {
+template <class T>
+T value_of(const ExactSum& s) {
+  if (s.top == ExactSum::kNotFinite) return std::numeric_limits<T>::quiet_NaN();
+  if (s.top == ExactSum::kEmpty) return T(0);
+  // |bin| < 2^62, so the sum below stays under 2^127: one int128, converted (rounded to nearest) once.
+  const __int128 v = (static_cast<__int128>(s.bin[0]) << 64) + (static_cast<__int128>(s.bin[1]) << 32) + s.bin[2];
+  return std::ldexp(static_cast<T>(v), 32 * (s.top - 2) - kBias);
+}
+}  // namespace
+
+double exact_value(const ExactSum& s) { return value_of<double>(s); }
+float exact_value_float(const ExactSum& s) { return value_of<float>(s); }
+
+template <class T>
+void exact_add(ExactSum* acc, const T* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) exact_add(acc[i], static_cast<double>(x[i]));
+}
+
+void exact_merge(ExactSum* acc, const ExactSum* other, size_t n) {
+  for (size_t i = 0; i < n; ++i) exact_merge(acc[i], other[i]);
+}
+
+template <class T>
+void exact_round(T* out, const ExactSum* acc, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = value_of<T>(acc[i]);
+}
+
+template void exact_add<float>(ExactSum*, const float*, size_t);
+template void exact_add<double>(ExactSum*, const double*, size_t);
+template void exact_round<float>(float*, const ExactSum*, size_t);
+template void exact_round<double>(double*, const ExactSum*, size_t);
+
+}  // namespace shardlab
