@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "comm/comm_ledger.h"
+#include "core/exact_sum.h"
 
 namespace shardlab {
 
@@ -112,7 +113,9 @@ std::unique_ptr<InFlight> make_mpi_op(Builtin what, MPI_Comm comm, int rank, con
                                       const std::vector<size_t>& counts, bool blocking);
 
 // The element types every template of the Communicator is instantiated for (bf16 is uint16_t).
-#define SHARDLAB_COMM_TYPES(X) X(float) X(double) X(uint16_t) X(int32_t) X(int64_t) X(uint64_t) X(uint8_t) X(char)
+// ExactSum (core/exact_sum.h): 32 bytes whose "sum" is the order-free merge (the exact mode).
+#define SHARDLAB_COMM_TYPES(X) \
+  X(float) X(double) X(uint16_t) X(int32_t) X(int64_t) X(uint64_t) X(uint8_t) X(char) X(ExactSum)
 
 // Receive buffers for the ring, reused across calls: a fresh multi-MB allocation every step would
 // cost a page fault per 4 KB. Buffers return to a per-process free list (kept for the process's life).

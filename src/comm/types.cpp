@@ -1,6 +1,7 @@
 // The element types the Communicator carries: their MPI datatype and their sum kernel (see mpi_handle.h).
 // bf16 sums widen both operands to float, add, and round back to nearest even — after every single
 // addition, exactly as a ring of bf16 buffers on real accelerators does. Integer sums wrap (as MPI's).
+// ExactSum's "sum" is its order-free merge (core/exact_sum.h): any order of a ring gives the same bits, MPI's too.
 // Besides the sums, a maximum for float and double (the vocabulary-parallel cross-entropy's row maxima):
 // exact, so its result never depends on the order. Leaves out: min, product.
 #include <cstdint>
@@ -41,6 +42,18 @@ MPI_Op mpi_max() { return MPI_MAX; }
 // (MPI decides the order of additions there, so only integer-valued sums are guaranteed equal).
 void bf16_user_op(void* in, void* inout, int* len, MPI_Datatype*) { add_bf16(inout, in, static_cast<size_t>(*len)); }
 
+void merge_exact(void* acc, const void* in, size_t n) {
+  exact_merge(static_cast<ExactSum*>(acc), static_cast<const ExactSum*>(in), n);
+}
+void exact_user_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  merge_exact(inout, in, static_cast<size_t>(*len));
+}
+MPI_Op exact_merge_op() {
+  static MPI_Op op = MPI_OP_NULL;
+  if (op == MPI_OP_NULL) MPI_Op_create(&exact_user_op, /*commute=*/1, &op);
+  return op;
+}
+
 MPI_Op bf16_sum() {
   static MPI_Op op = MPI_OP_NULL;
   if (op == MPI_OP_NULL) MPI_Op_create(&bf16_user_op, /*commute=*/1, &op);
@@ -75,6 +88,15 @@ MPI_Datatype mpi_type<uint8_t>() {
   return MPI_UINT8_T;
 }
 template <>
+MPI_Datatype mpi_type<ExactSum>() {  // 32 opaque bytes
+  static MPI_Datatype t = MPI_DATATYPE_NULL;
+  if (t == MPI_DATATYPE_NULL) {
+    MPI_Type_contiguous(static_cast<int>(sizeof(ExactSum)), MPI_BYTE, &t);
+    MPI_Type_commit(&t);
+  }
+  return t;
+}
+template <>
 MPI_Datatype mpi_type<char>() {
   return std::is_signed<char>::value ? MPI_SIGNED_CHAR : MPI_UNSIGNED_CHAR;
 }
@@ -99,6 +121,12 @@ template const TypeOps& max_ops<double>();
 template <>
 const TypeOps& type_ops<bf16>() {
   static const TypeOps ops{sizeof(bf16), MPI_UINT16_T, &add_bf16, &bf16_sum};
+  return ops;
+}
+
+template <>
+const TypeOps& type_ops<ExactSum>() {
+  static const TypeOps ops{sizeof(ExactSum), mpi_type<ExactSum>(), &merge_exact, &exact_merge_op};
   return ops;
 }
 

@@ -19,11 +19,11 @@
 namespace shardlab {
 
 struct ExactSum {
-  static constexpr int32_t kEmpty = -1;               // no terms yet (the value 0)
-  static constexpr int32_t kNotFinite = 0x7fffffff;   // a NaN or infinite term was added: the value is NaN
+  static constexpr int32_t kEmpty = -1;              // no terms yet (the value 0)
+  static constexpr int32_t kNotFinite = 0x7fffffff;  // a NaN or infinite term was added: the value is NaN
   static constexpr int64_t kMaxTerms = int64_t(1) << 30;
-  int32_t top = kEmpty;   // the highest bin kept
-  int32_t terms = 0;      // terms deposited (all sums merged into it included), ≤ kMaxTerms
+  int32_t top = kEmpty;        // the highest bin kept
+  int32_t terms = 0;           // terms deposited (all sums merged into it included), ≤ kMaxTerms
   int64_t bin[3] = {0, 0, 0};  // bins top, top − 1, top − 2, in units of their lowest bit
 };
 static_assert(sizeof(ExactSum) == 32, "ExactSum travels as 32 bytes");

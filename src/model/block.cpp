@@ -54,13 +54,13 @@ void mlp_forward(BlockRecord<T>& rec, T* out, const T* ln2, const BlockTensors<c
   const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
   const T* h2 = hooks.enter(ln2, ws.full_a, d);
   T* fc = produce(rec.fc, ws.fc);
-  linear_forward(fc, h2, w.fc_w, w.fc_b, N, C, F);
+  linear_forward(fc, h2, w.fc_w, w.fc_b, N, C, F, d.split);
   keep(rec.fc, fc);
   T* gelu = produce(rec.gelu, ws.gelu);
   gelu_forward(gelu, fc, static_cast<size_t>(N) * F);
   keep(rec.gelu, gelu);
   T* partial2 = N == R ? out : ws.full_b;
-  gemm(false, true, N, C, F, T(1), gelu, F, w.fcproj_w, F, T(0), partial2, C);
+  linear_forward(partial2, gelu, w.fcproj_w, static_cast<const T*>(nullptr), N, F, C, d.split);
   hooks.leave(partial2, out, d);
   MatMap<T>(out, R, C).rowwise() += ConstVecMap<T>(w.fcproj_b, C);
 }
@@ -74,11 +74,11 @@ T* mlp_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockRecor
   const T* fc = use(rec.fc, ws.fc);
   const T* gelu = use(rec.gelu, ws.gelu);
   const T* dy2 = hooks.leave_backward(d_mlp_out, ws.full_b, d);
-  linear_backward(ws.d_gelu, g.fcproj_w, N == R ? g.fcproj_b : static_cast<T*>(nullptr), dy2, gelu, w.fcproj_w, N, F,
-                  C);
-  if (N != R) VecMap<T>(g.fcproj_b, C) += ConstMatMap<T>(d_mlp_out, R, C).colwise().sum();
+  linear_backward(ws.d_gelu, g.fcproj_w, N == R ? g.fcproj_b : static_cast<T*>(nullptr), dy2, gelu, w.fcproj_w, N, F, C,
+                  d.split);
+  if (N != R) bias_backward(g.fcproj_b, d_mlp_out, R, C, d.split);
   gelu_backward(ws.d_fc, ws.d_gelu, fc, static_cast<size_t>(N) * F);
-  linear_backward(ws.d_ln, g.fc_w, g.fc_b, ws.d_fc, hooks.region_input(ln2, ws.full_a, d), w.fc_w, N, C, F);
+  linear_backward(ws.d_ln, g.fc_w, g.fc_b, ws.d_fc, hooks.region_input(ln2, ws.full_a, d), w.fc_w, N, C, F, d.split);
   return hooks.enter_backward(ws.d_ln, d);
 }
 
@@ -120,7 +120,7 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
   keep(rec.ln1, ln1);
   const T* h1 = hooks.enter(ln1, ws.full_a, d);
   T* qkv = produce(rec.qkv, ws.qkv);
-  linear_forward(qkv, h1, w.qkv_w, w.qkv_b, N, C, 3 * CL);
+  linear_forward(qkv, h1, w.qkv_w, w.qkv_b, N, C, 3 * CL, d.split);
   keep(rec.qkv, qkv);
   T* atty = produce(rec.atty, ws.atty);
   const AttentionDims ad{B, d.T, CL, d.NH};
@@ -139,7 +139,7 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
   keep(rec.atty, atty);
   T* resid_mid = produce(rec.resid_mid, ws.resid_mid);
   T* partial = N == R ? resid_mid : ws.full_b;  // (N, C): this rank's share of W^O's sum
-  gemm(false, true, N, C, CL, T(1), atty, CL, w.proj_w, CL, T(0), partial, C);
+  linear_forward(partial, atty, w.proj_w, static_cast<const T*>(nullptr), N, CL, C, d.split);
   hooks.leave(partial, resid_mid, d);
   MatMap<T>(resid_mid, R, C).rowwise() += ConstVecMap<T>(w.proj_b, C);  // the bias once, after the sum
   if (drop.proj.active()) drop.proj.apply_activation(resid_mid, B, d.T_local);
@@ -200,14 +200,15 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
   else
     d_ln2 = mlp_backward(g, w, rec, d_mlp_out, ln2, d, ws, hooks);
   layernorm_backward(ws.d_res, g.ln2_w, g.ln2_b, d_ln2, resid_mid, w.ln2_w, rec.ln2_mean.data(), rec.ln2_rstd.data(), R,
-                     C);  // ws.d_res = d(resid_mid)
+                     C, d.split);  // ws.d_res = d(resid_mid)
 
   // Attention branch.
   const T* d_proj_out = through_dropout(drop.proj);
   const T* dy1 = hooks.leave_backward(d_proj_out, ws.full_b, d);
   T* d_atty = ws.d_fc;  // reuse: (N, CL) fits in (N, F)
-  linear_backward(d_atty, g.proj_w, N == R ? g.proj_b : static_cast<T*>(nullptr), dy1, atty, w.proj_w, N, CL, C);
-  if (N != R) VecMap<T>(g.proj_b, C) += ConstMatMap<T>(d_proj_out, R, C).colwise().sum();
+  linear_backward(d_atty, g.proj_w, N == R ? g.proj_b : static_cast<T*>(nullptr), dy1, atty, w.proj_w, N, CL, C,
+                  d.split);
+  if (N != R) bias_backward(g.proj_b, d_proj_out, R, C, d.split);
   const AttentionDims ad{B, d.T, CL, d.NH};
   {
     AttentionFlops attention_flops;
@@ -224,10 +225,11 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
       attention_backward(ws.d_qkv, d_atty, qkv, probs, ad, drop.attn, ws.attention);
     }
   }
-  linear_backward(ws.d_ln, g.qkv_w, g.qkv_b, ws.d_qkv, hooks.region_input(ln1, ws.full_a, d), w.qkv_w, N, C, 3 * CL);
+  linear_backward(ws.d_ln, g.qkv_w, g.qkv_b, ws.d_qkv, hooks.region_input(ln1, ws.full_a, d), w.qkv_w, N, C, 3 * CL,
+                  d.split);
   T* d_ln1 = hooks.enter_backward(ws.d_ln, d);
-  layernorm_backward(ws.d_res, g.ln1_w, g.ln1_b, d_ln1, x, w.ln1_w, rec.ln1_mean.data(), rec.ln1_rstd.data(), R,
-                     C);  // ws.d_res = d(x)
+  layernorm_backward(ws.d_res, g.ln1_w, g.ln1_b, d_ln1, x, w.ln1_w, rec.ln1_mean.data(), rec.ln1_rstd.data(), R, C,
+                     d.split);  // ws.d_res = d(x)
   rec.release_all_but_input();
   rec.x.release();
 }

@@ -32,6 +32,7 @@
 #include "model/dropout.h"
 #include "model/moe.h"
 #include "model/param_layout.h"
+#include "model/row_split.h"
 #include "model/token_positions.h"
 
 namespace shardlab {
@@ -59,6 +60,9 @@ struct BlockDims {
   // A block with experts in place of the MLP (moe.h): E experts (0: the dense MLP), k per token, each of width
   // expert_ffn, at most `capacity` slots per expert per sample (0: all); this rank's [first_expert, + local).
   int experts = 0, top_k = 0, expert_ffn = 0, capacity = 0, first_expert = 0, local_experts = 0;
+  // The products' rows as one GEMM, or (the exact mode) one per sample with each sample's parameter gradients in
+  // its own copy of the unit's gradients (row_split.h).
+  RowSplit split;
   MoeShape moe() const {
     return MoeShape{MoeDims{static_cast<int>(rows()), C, experts, top_k, capacity, T_local}, expert_ffn, first_expert,
                     local_experts};

@@ -1,6 +1,7 @@
 // Softmax cross-entropy over the vocabulary as a forward/backward pair, fused with the softmax.
 // Forward turns logits (N, V) into probabilities IN PLACE and returns Σ_n -log p[n, target[n]]
-// (accumulated in double). Backward turns the probabilities into d_logits IN PLACE:
+// (accumulated in double; with `terms`, each row's loss also goes into that order-free sum, core/exact_sum.h, for
+// the exact mode). Backward turns the probabilities into d_logits IN PLACE:
 //   d_logits = (p - onehot(target)) · scale,   scale = 1 / (tokens in the GLOBAL batch).
 // That scale is the model's single loss normalisation (train/trainer.cpp, loss_scale): every layout passes the same
 // one. The vocabulary-parallel form (Megatron's parallel cross-entropy) works on a slice of the vocabulary, columns
@@ -10,10 +11,12 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/exact_sum.h"
+
 namespace shardlab {
 
 template <class T>
-double cross_entropy_forward(T* logits_to_probs, const int32_t* targets, int N, int V) {
+double cross_entropy_forward(T* logits_to_probs, const int32_t* targets, int N, int V, ExactSum* terms = nullptr) {
   double loss = 0.0;
   for (int n = 0; n < N; ++n) {
     T* row = logits_to_probs + static_cast<size_t>(n) * V;
@@ -26,7 +29,9 @@ double cross_entropy_forward(T* logits_to_probs, const int32_t* targets, int N, 
     }
     T inv = T(1) / sum;
     for (int v = 0; v < V; ++v) row[v] *= inv;
-    loss += std::log(static_cast<double>(sum)) - static_cast<double>(target_logit - mx);  // -log p[target]
+    const double row_loss = std::log(static_cast<double>(sum)) - static_cast<double>(target_logit - mx);  // -log p
+    loss += row_loss;
+    if (terms) exact_add(*terms, row_loss);
   }
   return loss;
 }

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 
+#include "model/row_split.h"
 #include "model/token_positions.h"
 
 namespace shardlab {
@@ -27,13 +28,14 @@ void embedding_forward(T* out, const int32_t* tokens, const T* tok_emb, const T*
 
 template <class T>
 void embedding_backward(T* d_tok_emb, T* d_pos_emb, const T* d_out, const int32_t* tokens, int B, int Tn, int C,
-                        int t0 = 0, int Tl = -1, TokenPositions pos = {}) {
+                        int t0 = 0, int Tl = -1, TokenPositions pos = {}, RowSplit split = {}) {
   if (Tl < 0) Tl = Tn;
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < Tl; ++t) {
+      const int group = split.group_of(size_t(b), size_t(B));  // sample b's tables (row_split.h)
       const T* g = d_out + (static_cast<size_t>(b) * Tl + t) * C;
-      T* dte = d_tok_emb + static_cast<size_t>(tokens[b * Tn + t0 + t]) * C;
-      T* dpe = d_pos_emb + static_cast<size_t>(pos.run ? pos.at(t0 + t) : t0 + t) * C;
+      T* dte = split.grad_of(d_tok_emb, group) + static_cast<size_t>(tokens[b * Tn + t0 + t]) * C;
+      T* dpe = split.grad_of(d_pos_emb, group) + static_cast<size_t>(pos.run ? pos.at(t0 + t) : t0 + t) * C;
       for (int i = 0; i < C; ++i) {
         dte[i] += g[i];
         dpe[i] += g[i];

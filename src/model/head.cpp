@@ -13,7 +13,7 @@ namespace shardlab {
 template <class T>
 double head_forward(HeadRecord<T>& h, const int32_t* targets, UnitAccess<T>& access, const ParamLayout& layout,
                     const GPTConfig& cfg, const ModelSlice& slice, const BlockDims& d, bool bf16, BlockScratch<T>& ws,
-                    HeadHooks<T>& hooks, MemoryLedger& ledger) {
+                    HeadHooks<T>& hooks, MemoryLedger& ledger, ExactSum* loss_terms) {
   const int unit = cfg.layers + 1, C = cfg.hidden, V = cfg.vocab;
   const size_t R = d.rows();
   const int Tl = d.T_local, t0 = d.first_row, Tc = d.T_ctx;
@@ -33,9 +33,10 @@ double head_forward(HeadRecord<T>& h, const int32_t* targets, UnitAccess<T>& acc
                     static_cast<int>(R), C);
   keep(h.lnf, lnf);
   if (t == 1) {  // the whole head on one rank: no seam at all
-    linear_forward(h.probs.data(), lnf, P(layout.lm_head), static_cast<const T*>(nullptr), static_cast<int>(R), C, V);
+    linear_forward(h.probs.data(), lnf, P(layout.lm_head), static_cast<const T*>(nullptr), static_cast<int>(R), C, V,
+                   d.split);
     access.params_done(unit, false);
-    return cross_entropy_forward(h.probs.data(), targets, static_cast<int>(R), V);
+    return cross_entropy_forward(h.probs.data(), targets, static_cast<int>(R), V, loss_terms);
   }
   // Vocabulary-parallel: f (SP: the all-gather along s), this rank's logits, the parallel cross-entropy.
   const T* in = hooks.head_input(lnf, ws.full_a, d);
@@ -63,7 +64,7 @@ void head_backward(HeadRecord<T>& h, const int32_t* targets, T loss_scale, UnitA
   if (t == 1) {
     cross_entropy_backward(h.probs.data(), targets, static_cast<int>(R), V, loss_scale);  // now d_logits
     linear_backward(ws.d_ln, G(layout.lm_head), static_cast<T*>(nullptr), h.probs.data(), use(h.lnf, ws.ln1),
-                    P(layout.lm_head), static_cast<int>(R), C, V);
+                    P(layout.lm_head), static_cast<int>(R), C, V, d.split);
   } else {  // this slice's d_logits and weight gradient; the input gradient summed over the slices (f)
     const int N = static_cast<int>(d.region_rows());
     vocab_parallel_cross_entropy_backward(h.probs.data(), targets, N, Vl, v0, loss_scale);
@@ -74,7 +75,7 @@ void head_backward(HeadRecord<T>& h, const int32_t* targets, T loss_scale, UnitA
   }
   std::memset(static_cast<void*>(ws.d_res), 0, R * C * sizeof(T));
   layernorm_backward(ws.d_res, G(layout.lnf_w), G(layout.lnf_b), ws.d_ln, use(h.x, ws.x), P(layout.lnf_w),
-                     h.lnf_mean.data(), h.lnf_rstd.data(), static_cast<int>(R), C);
+                     h.lnf_mean.data(), h.lnf_rstd.data(), static_cast<int>(R), C, d.split);
   access.params_done(unit, true);
   access.grads_done(unit);
   h = HeadRecord<T>();
@@ -83,7 +84,7 @@ void head_backward(HeadRecord<T>& h, const int32_t* targets, T loss_scale, UnitA
 #define SHARDLAB_HEAD(T)                                                                                         \
   template double head_forward<T>(HeadRecord<T>&, const int32_t*, UnitAccess<T>&, const ParamLayout&,            \
                                   const GPTConfig&, const ModelSlice&, const BlockDims&, bool, BlockScratch<T>&, \
-                                  HeadHooks<T>&, MemoryLedger&);                                                 \
+                                  HeadHooks<T>&, MemoryLedger&, ExactSum*);                                      \
   template void head_backward<T>(HeadRecord<T>&, const int32_t*, T, UnitAccess<T>&, const ParamLayout&,          \
                                  const GPTConfig&, const ModelSlice&, const BlockDims&, BlockScratch<T>&,        \
                                  HeadHooks<T>&);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/exact_sum.h"
 #include "core/ledger.h"
 #include "model/activation_record.h"
 #include "model/block.h"
@@ -34,12 +35,13 @@ class HeadHooks {
 
 // Forward of the head for one micro-batch: h.x holds the last block's output (d.rows() rows); keeps the
 // final LayerNorm's output and statistics and the probabilities of this rank's vocabulary columns in h;
-// returns Σ −log p[target] over this rank's positions (the loss before its one normalisation).
+// returns Σ −log p[target] over this rank's positions (the loss before its one normalisation); loss_terms (the exact
+// mode): each position's −log p added to it too. d.split: the head unit's (row_split.h).
 // targets: one per row the head multiplies (this rank's rows; with SP every position of the micro-batch).
 template <class T>
 double head_forward(HeadRecord<T>& h, const int32_t* targets, UnitAccess<T>& access, const ParamLayout& layout,
                     const GPTConfig& cfg, const ModelSlice& slice, const BlockDims& d, bool bf16, BlockScratch<T>& ws,
-                    HeadHooks<T>& hooks, MemoryLedger& ledger);
+                    HeadHooks<T>& hooks, MemoryLedger& ledger, ExactSum* loss_terms = nullptr);
 
 // Backward: the gradients of the head's tensors accumulate into the unit's gradients, and ws.d_res receives
 // d(h.x); loss_scale is the one normalisation (1 / tokens of the global batch). The record is released.

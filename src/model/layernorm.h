@@ -1,11 +1,14 @@
 // LayerNorm over the last dimension as a forward/backward pair (rows vectorised by Eigen):
 //   y = (x - mean) · rstd · w + b,   rstd = 1 / sqrt(var + 1e-5)   (biased variance, as PyTorch).
-// Forward keeps mean and rstd (N) for the backward. Backward ACCUMULATES into d_in, d_w, d_b
+// Forward keeps mean and rstd (N) for the backward. Backward ACCUMULATES into d_in, d_w, d_b (row n's into its
+// sample's d_w, d_b with a per-sample split, row_split.h)
 // (d_in accumulating is what lets the residual stream's gradient pass straight through).
 #pragma once
 #include <cmath>
 
 #include <Eigen/Core>
+
+#include "model/row_split.h"
 
 namespace shardlab {
 
@@ -29,12 +32,13 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* w, const 
 // With xhat = (x - mean)·rstd and g = d_out·w:  d_in += rstd · (g - mean(g) - xhat · mean(g·xhat)).
 template <class T>
 void layernorm_backward(T* d_in, T* d_w, T* d_b, const T* d_out, const T* in, const T* w, const T* mean, const T* rstd,
-                        int N, int C) {
+                        int N, int C, RowSplit split = {}) {
   using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   ConstRow wv(w, C);
-  Row dw(d_w, C), db(d_b, C);
   for (int n = 0; n < N; ++n) {
+    const int group = split.group_of(size_t(n), size_t(N));  // whose gradients row n adds to
+    Row dw(split.grad_of(d_w, group), C), db(split.grad_of(d_b, group), C);
     ConstRow x(in + static_cast<size_t>(n) * C, C), dy(d_out + static_cast<size_t>(n) * C, C);
     const T m = mean[n], s = rstd[n];
     const T g_mean = (dy * wv).sum() / T(C);

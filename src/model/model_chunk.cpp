@@ -121,7 +121,8 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
   T* x0 = produce(r.blocks[0].x, ws_.x);
   if (spec_.embedding) {
     UnitPtr<const T*> P{access.params(0, false), layout_.unit_begin(0)};
-    embedding_forward(x0, r.inputs.data(), P(layout_.tok_emb), P(layout_.pos_emb), B, Tc, C, t0, Tl, d0.pos);
+    embedding_forward(x0, r.inputs.data(), P(layout_.tok_emb), P(layout_.pos_emb), B, Tc, C, t0, Tl,
+                      d0.pos);  // per row
     access.params_done(0, false);
   } else {
     std::memcpy(static_cast<void*>(x0), x_in, R * C * sizeof(T));
@@ -131,7 +132,8 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
   for (int i = 0; i < nblocks; ++i) {
     const int l = spec_.first_block + i, unit = l + 1;
     BlockRecord<T>& rec = r.blocks[i];
-    const BlockDims d = dims(B, l);
+    BlockDims d = dims(B, l);
+    d.split = access.split(unit, B);
     const auto w = BlockTensors<const T*>::at(access.params(unit, false), layout_.unit_begin(unit), layout_.blocks[l]);
     allocate_block_record(rec, d, policy_, ledger_);
     Saved<T>* next = i + 1 < nblocks ? &r.blocks[i + 1].x : spec_.head ? &r.head.x : nullptr;
@@ -153,7 +155,10 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
     access.params_done(unit, false);
   }
   if (!spec_.head) return 0.0;
-  return head_forward(r.head, r.targets.data(), access, layout_, cfg_, slice_, d0, policy_.bf16, ws_, *hooks_, ledger_);
+  BlockDims dh = d0;
+  dh.split = access.split(cfg_.layers + 1, B);
+  return head_forward(r.head, r.targets.data(), access, layout_, cfg_, slice_, dh, policy_.bf16, ws_, *hooks_, ledger_,
+                      dh.split.exact ? &loss_terms_ : nullptr);
 }
 
 template <class T>
@@ -174,25 +179,31 @@ void ModelChunk<T>::backward(int mb_id, UnitAccess<T>& access, T loss_scale, con
     access.params_done(u, true);
     access.grads_done(u);
   };
-  if (spec_.head)  // ws_.d_res: d(the head's input)
-    head_backward(r.head, r.targets.data(), loss_scale, access, layout_, cfg_, slice_, d0, ws_, *hooks_);
-  else
+  if (spec_.head) {  // ws_.d_res: d(the head's input)
+    BlockDims dh = d0;
+    dh.split = access.split(cfg_.layers + 1, B);  // before grads(): the exact mode's per-sample gradients
+    head_backward(r.head, r.targets.data(), loss_scale, access, layout_, cfg_, slice_, dh, ws_, *hooks_);
+  } else {
     std::memcpy(static_cast<void*>(ws_.d_res), d_out, R * C * sizeof(T));
+  }
   for (int i = spec_.end_block - spec_.first_block - 1; i >= 0; --i) {  // ws_.d_res holds d(output of block)
     const int l = spec_.first_block + i, unit = l + 1;
     const auto w = BlockTensors<const T*>::at(access.params(unit, true), layout_.unit_begin(unit), layout_.blocks[l]);
+    BlockDims d = dims(B, l);
+    d.split = access.split(unit, B);  // before grads(): the exact mode's per-sample gradients
     auto g = BlockTensors<T*>::at(access.grads(unit), layout_.unit_begin(unit), layout_.blocks[l]);
     {
       FlopPhase phase(Flop::block_backward);
-      block_backward(g, w, r.blocks[i], dims(B, l), run, ws_, *hooks_, ledger_);
+      block_backward(g, w, r.blocks[i], d, run, ws_, *hooks_, ledger_);
     }
     done(unit);
   }
   if (spec_.embedding) {
     access.params(0, true);  // the embedding's backward reads no weights, but a unit is gathered for it all the same
+    const RowSplit split = access.split(0, B);
     UnitPtr<T*> G{access.grads(0), layout_.unit_begin(0)};
     embedding_backward(G(layout_.tok_emb), G(layout_.pos_emb), ws_.d_res, r.inputs.data(), B, d0.T_ctx, C, d0.first_row,
-                       d0.T_local, d0.pos);
+                       d0.T_local, d0.pos, split);
     done(0);
   } else {
     std::memcpy(static_cast<void*>(d_in), ws_.d_res, R * C * sizeof(T));

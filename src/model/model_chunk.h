@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/exact_sum.h"
 #include "core/ledger.h"
 #include "model/activation_record.h"
 #include "model/block.h"
@@ -113,6 +114,8 @@ class ModelChunk {
   BlockDims dims(int B, int layer) const;  // this rank's dimensions of a block for a micro-batch of B
   // What the MoE blocks routed in the training forwards since the last call (block.h), and starts afresh.
   MoeStats take_moe_stats() { return std::exchange(moe_stats_, MoeStats{}); }
+  // The exact mode: every position's −log p of the forwards since the last take, as one order-free sum.
+  ExactSum take_loss_terms() { return std::exchange(loss_terms_, ExactSum{}); }
   // Every forward's MoE rows since the chunk was built, in order (empty without MoE blocks).
   const std::vector<MoeForwardRows>& moe_rows() const { return moe_rows_; }
 
@@ -132,6 +135,7 @@ class ModelChunk {
   BlockScratch<T> ws_{};  // workspace_'s pointers
   std::map<int, std::unique_ptr<Records>> records_;
   MoeStats moe_stats_;
+  ExactSum loss_terms_;
   std::vector<MoeForwardRows> moe_rows_;
 };
 

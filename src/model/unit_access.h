@@ -5,6 +5,7 @@
 // live: one flat buffer (single process, DP), or gathered just in time and freed (ZeRO-3/FSDP).
 #pragma once
 #include "model/param_layout.h"
+#include "model/row_split.h"
 
 namespace shardlab {
 
@@ -16,6 +17,10 @@ class UnitAccess {
   virtual void params_done(int unit, bool backward) {}
   virtual T* grads(int unit) = 0;  // backward accumulates into it
   virtual void grads_done(int unit) {}
+  // The exact mode (model/row_split.h): the products of a micro-batch of `samples` run one sample at a time, and
+  // sample g's gradients of unit u go to grads(u) + g·grad_stride(u). Called before a micro-batch's forward and
+  // backward. Default: one product for all rows, every sample into one copy.
+  virtual RowSplit split(int unit, int samples) { return {}; }
 };
 
 // The simplest layout: everything in two flat buffers.

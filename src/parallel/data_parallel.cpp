@@ -4,6 +4,7 @@
 
 #include "parallel/zero_step.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -42,6 +43,8 @@ DataParallel<T>::DataParallel(const ParallelLayout& settings, const Recipe& reci
   overlap_ = settings.overlap;
   prefetch_ = settings.prefetch;
   if (!is_sharded(strategy_, Mem::grad)) make_buckets(settings.bucket_mb);
+  exact_ = settings.exact;
+  if (exact_) exact_sums_ = Buffer<ExactSum>(ledger, Mem::workspace, shards_.padded(), 0, "exact.grads", false);
 }
 
 template <class T>
@@ -52,6 +55,7 @@ size_t DataParallel<T>::comm_hi(int u) const {
 template <class T>
 void DataParallel<T>::begin_step() {
   states_->zero_grads();
+  if (exact_) std::fill(exact_sums_.data(), exact_sums_.data() + shards_.padded(), ExactSum{});
 }
 
 template <class T>
@@ -67,6 +71,7 @@ void DataParallel<T>::set_comm_ledger(CommLedger* ledger) {
 
 template <class T>
 double DataParallel<T>::grad_norm() {
+  if (exact_) return exact_grad_norm();
   // Σ g² of each unit over this rank's part of it, in flat order; grid_sums.h adds the parts over the axes.
   const int U = layout_.units();
   std::vector<double> parts(U);

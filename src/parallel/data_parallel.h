@@ -19,7 +19,8 @@
 // stage's engine holds only its units (its layout's other units are empty); the loss and the gradient
 // norm combine across the pp group. With expert parallelism dense gradients are summed over dp × ep and the experts'
 // over dp; ZeRO/FSDP then shard over dp, where the same experts live (across_ep.cpp).
-// Checkpoints of whole tensors from any layout: io/whole_checkpoint.h.
+// --exact makes every sum across samples, micro-batches and ranks order-free, so every layout reproduces the single
+// process bit for bit (exact_grads.cpp). Checkpoints of whole tensors from any layout: io/whole_checkpoint.h.
 #pragma once
 #include <cstdint>
 #include <list>
@@ -30,6 +31,7 @@
 
 #include "comm/process_grid.h"
 #include "comm/trace.h"
+#include "core/exact_sum.h"
 #include "model/gpt.h"
 #include "optim/model_states.h"
 #include "optim/shard_layout.h"
@@ -50,6 +52,7 @@ class DataParallel : public UnitAccess<T> {
   ModelStates<T>& states() { return *states_; }
   const ShardLayout& shards() const { return shards_; }
   Strategy strategy() const { return strategy_; }
+  bool exact() const { return exact_; }
   const ParamLayout& layout() const { return layout_; }
   ProcessGrid& grid() { return grid_; }
   MemoryLedger& ledger() { return ledger_; }
@@ -73,6 +76,7 @@ class DataParallel : public UnitAccess<T> {
   void params_done(int unit, bool backward) override;
   T* grads(int unit) override;
   void grads_done(int unit) override;
+  RowSplit split(int unit, int samples) override;  // the exact mode: one sample at a time (exact_grads.cpp)
 
  private:
   struct Bucket {
@@ -115,6 +119,12 @@ class DataParallel : public UnitAccess<T> {
   double unit_grad_sumsq(int unit, size_t lo, size_t hi) const;  // Σ g² of [lo, hi) ⊂ the unit, once per parameter
   // ZeRO/FSDP with expert parallelism (across_ep.cpp): this rank's shard of the dense gradients summed over ep.
   void reduce_dense_over_ep();
+  // The exact mode (exact_grads.cpp): a unit's per-sample gradients, added into the order-free sums when done; the
+  // ranks' sums combined and rounded once; the norm as one order-free sum.
+  T* exact_unit_grads(int unit);
+  void exact_unit_done(int unit);
+  void finish_exact_gradients();
+  double exact_grad_norm();
 
   const ParamLayout& layout_;
   ProcessGrid& grid_;
@@ -132,6 +142,10 @@ class DataParallel : public UnitAccess<T> {
   Communicator* experts_;    // expert parallelism: the ranks that hold my experts, dp × cp (null when ep = 1)
   bool ep_sharded_ = false;  // ZeRO/FSDP with experts: sharded over the experts' group, dense gradients summed over ep
   int last_held_ = 0;        // the last unit this rank holds (a stage holds some)
+  bool exact_ = false;       // --exact (exact_grads.cpp)
+  int samples_ = 1;          // the exact mode: samples of the micro-batch in backward
+  Buffer<ExactSum> exact_sums_;  // the exact mode: every gradient of [0, Ψ_pad), summed order-free over the step
+  Buffer<T> sample_grads_;       // the exact mode: one unit's gradients, a copy per sample
   bool sequence_parallel_;
   ShardLayout shards_;
   std::unique_ptr<ModelStates<T>> states_;

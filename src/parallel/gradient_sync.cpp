@@ -81,6 +81,7 @@ void DataParallel<T>::start_bucket(const Bucket& b, bool blocking) {
 template <class T>
 T* DataParallel<T>::grads(int unit) {
   unit_start_us_ = trace_.now_us();
+  if (exact_) return exact_unit_grads(unit);
   if (!is_sharded(strategy_, Mem::grad)) return states_->backward_grads() + comm_lo(unit);  // DP, ZeRO-1
   const size_t n = comm_hi(unit) - comm_lo(unit);
   const bool wire_bf16 = states_->grads().is_bf16();
@@ -97,7 +98,9 @@ template <class T>
 void DataParallel<T>::grads_done(int unit) {
   if (trace_.enabled()) trace_.add("backward unit " + std::to_string(unit), "compute", unit_start_us_, trace_.now_us());
   const size_t lo = comm_lo(unit), hi = comm_hi(unit);
-  if (!is_sharded(strategy_, Mem::grad)) {  // full gradients: fold bf16, maybe start this bucket's ring
+  if (exact_) {
+    exact_unit_done(unit);
+  } else if (!is_sharded(strategy_, Mem::grad)) {  // full gradients: fold bf16, maybe start this bucket's ring
     states_->fold_backward_grads(lo, hi);
     if (last_backward_ && overlap_)
       for (const Bucket& b : buckets_)
@@ -158,6 +161,10 @@ void DataParallel<T>::progress() {
 template <class T>
 void DataParallel<T>::finish_gradients() {
   Trace::Span span(trace_, "finish gradients", "comm");
+  if (exact_) {
+    finish_exact_gradients();
+    return;
+  }
   if (!is_sharded(strategy_, Mem::grad)) {
     if (!overlap_ || !last_backward_)  // nothing started during backward: sync everything now
       for (const Bucket& b : buckets_) start_bucket(b, true);

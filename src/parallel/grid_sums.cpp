@@ -42,6 +42,27 @@ std::vector<double> GridSums::over_ranks(std::vector<double> v) const {
   return v;
 }
 
+namespace {
+void merge_over(Communicator* c, ExactSum& s) {
+  if (!c || c->size() == 1) return;
+  Communicator::Purpose tag(*c, "exact_loss");
+  c->all_reduce(&s, 1);
+}
+}  // namespace
+
+double GridSums::exact_over_slices_and_stages(ExactSum s) const {
+  merge_over(sequence_parallel_ ? tp_ : nullptr, s);  // without SP every tp rank holds the whole value: once
+  merge_over(cp_, s);
+  merge_over(pp_, s);
+  return exact_value(s);
+}
+
+double GridSums::exact_over_ranks(ExactSum s) const {
+  merge_over(sequence_parallel_ ? tp_ : nullptr, s);
+  for (Communicator* c : {cp_, pp_, ep_, dp_}) merge_over(c, s);
+  return exact_value(s);
+}
+
 double GridSums::norm_of_units(std::vector<double> parts) const {
   const size_t U = parts.size();
   auto add_over = [&](Communicator* group) {

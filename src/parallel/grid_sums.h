@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/exact_sum.h"
 #include "core/flat_store.h"
 #include "core/ledger.h"
 #include "model/param_layout.h"
@@ -50,6 +51,10 @@ class GridSums {
   double over_ranks(double local) const;   // over_slices, over_stages, then Σ over ep, then over dp
   // The same sums, element by element (one gather per axis).
   std::vector<double> over_ranks(std::vector<double> local) const;
+  // The exact mode: the same sums of order-free terms (core/exact_sum.h), merged over the same axes (any order
+  // gives the same bits), rounded once. Purpose "exact_loss".
+  double exact_over_slices_and_stages(ExactSum local) const;  // over_stages(over_slices(…))
+  double exact_over_ranks(ExactSum local) const;
   // √(Σ over units of the unit's Σ g², each unit's parts added over tp, shard, (ep,) pp).
   double norm_of_units(std::vector<double> unit_sumsq) const;
   // The replicated tensors' gradients in [lo, hi) of the flat layout, summed over tp (the same on every tp

@@ -34,6 +34,7 @@ struct ParallelLayout {
   bool prefetch = true;            // ZeRO-3 gathers the next unit while this one computes
   CommImpl comm = CommImpl::ring;  // hand-written rings or MPI's built-ins
   int ranks_per_node = 0;          // simulate nodes of K ranks; 0 = real shared-memory nodes
+  bool exact = false;              // --exact: products per sample, every sum across samples and ranks order-free
 
   Strategy strategy() const { return fsdp ? *fsdp : zero >= 1 && zero <= 3 ? strategy_at(zero) : Strategy::dp; }
   ModelSlice slice(int tp_rank, int cp_rank = 0, int ep_rank = 0) const {

@@ -31,6 +31,7 @@ class PipelineStage<T>::Progressing : public UnitAccess<T> {
     stage_.drop_sent();
   }
   T* grads(int unit) override { return inner_.grads(unit); }
+  RowSplit split(int unit, int samples) override { return inner_.split(unit, samples); }
   void grads_done(int unit) override {
     inner_.grads_done(unit);
     stage_.drop_sent();

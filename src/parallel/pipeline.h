@@ -58,6 +58,12 @@ class PipelineStage {
   double run(const StageActions& actions, UnitAccess<T>& weights, int m, T loss_scale, const MicroBatchSource& source,
              bool train, const std::function<void(bool last)>& before_backward = {});
   const std::vector<MeasuredSlot>& measured() const { return measured_; }  // the last run's compute actions
+  // The exact mode: the loss terms of the forwards since the last take, over the stage's chunks (order-free).
+  ExactSum take_loss_terms() {
+    ExactSum s;
+    for (ModelChunk<T>* c : chunks_) exact_merge(s, c->take_loss_terms());
+    return s;
+  }
   int stage() const { return stage_; }
 
  private:

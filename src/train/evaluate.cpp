@@ -50,7 +50,9 @@ double evaluate_pipeline(PipelineStage<T>& stage, DataParallel<T>& engine, const
     const auto actions = forward_only_schedule(part.stages, m, part.virtual_stages);
     local += stage.run(actions[stage.stage()], engine, m, T(1), source, false);
   }
-  return engine.sums().over_stages(engine.sums().over_slices(local)) / (double(n) * Tn);
+  const double total = engine.exact() ? engine.sums().exact_over_slices_and_stages(stage.take_loss_terms())
+                                      : engine.sums().over_stages(engine.sums().over_slices(local));
+  return total / (double(n) * Tn);
 }
 
 template double evaluate_windows<float>(ModelChunk<float>&, UnitAccess<float>&, const TextData&, int, TextData::Part,

@@ -181,7 +181,9 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
       ++moe_steps;
     }
     engine.finish_gradients();
-    const double loss = engine.sums().over_ranks(local_loss) / tokens_per_step;
+    const double loss =
+        (pl.exact ? engine.sums().exact_over_ranks(pipeline.take_loss_terms()) : engine.sums().over_ranks(local_loss)) /
+        tokens_per_step;
     if (!std::isfinite(loss)) {
       outputs.abandon();
       if (grid.world_rank() == 0)

@@ -1,0 +1,101 @@
+// The data-parallel engine's exact mode (--exact, see data_parallel.h): the sums that cross samples, micro-batches,
+// ranks and shards made order-free, so every layout reproduces the single process bit for bit.
+//  - The model runs its products one sample at a time (model/row_split.h) and writes each sample's gradients of a
+//    unit into its own copy (grads(u) + g·stride): a sample's gradient is then the same bits in every layout.
+//  - grads_done(u) adds each sample's copy into this rank's order-free sums (core/exact_sum.h), one per element of
+//    [0, Ψ_pad); they hold the step's sum over this rank's samples in every strategy.
+//  - finish_gradients() combines the ranks' sums with one collective of ExactSum elements (32 bytes each, purpose
+//    "exact_grads"): an all-reduce (DP), a reduce-scatter to the owners (ZeRO-1/2/3), or a reduce-scatter inside
+//    the node and an all-reduce across nodes (hybrid) — merging is associative, so any ring order gives the same
+//    bits — and rounds each element once into the gradient store.
+//  - The gradient norm: every g² of this rank's range into one order-free sum, merged over the shard group and the
+//    stages (purpose "exact_norm").
+// What it costs: 32 bytes per parameter for the sums (booked as workspace "exact.grads"), a copy of a unit's
+// gradients per sample while it computes ("exact.sample_grads"), 4× (f64) to 8× (f32) the ring bytes, and no
+// overlap of the gradient sync with backward.
+#include <algorithm>
+#include <cmath>
+
+#include "parallel/data_parallel.h"
+
+namespace shardlab {
+
+namespace {
+// A slice per sample, each starting at the same alignment as the unit in a whole buffer.
+size_t sample_stride(size_t n, size_t elem_bytes) {
+  const size_t line = kBufferAlign / elem_bytes;
+  return (n + line - 1) / line * line;
+}
+}  // namespace
+
+template <class T>
+RowSplit DataParallel<T>::split(int unit, int samples) {
+  if (!exact_) return {};
+  samples_ = samples;
+  return RowSplit{samples, sample_stride(comm_hi(unit) - comm_lo(unit), sizeof(T)), true};
+}
+
+template <class T>
+T* DataParallel<T>::exact_unit_grads(int unit) {
+  const size_t stride = sample_stride(comm_hi(unit) - comm_lo(unit), sizeof(T));
+  sample_grads_ = Buffer<T>(ledger_, Mem::workspace, size_t(samples_) * stride, alignment_phase<T>(comm_lo(unit)),
+                            "exact.sample_grads");
+  return sample_grads_.data();
+}
+
+template <class T>
+void DataParallel<T>::exact_unit_done(int unit) {
+  const size_t lo = comm_lo(unit), n = comm_hi(unit) - lo, stride = sample_stride(n, sizeof(T));
+  for (int g = 0; g < samples_; ++g) exact_add(exact_sums_.data() + lo, sample_grads_.data() + g * stride, n);
+  sample_grads_.reset();
+}
+
+template <class T>
+void DataParallel<T>::finish_exact_gradients() {
+  Communicator::Purpose tag(*shard_, "exact_grads");
+  ExactSum* sums = exact_sums_.data();
+  const size_t padded = shards_.padded();
+  if (shard_->size() == 1) {  // one process (or a group of one): nothing to combine
+  } else if (strategy_ == Strategy::dp) {
+    shard_->all_reduce(sums, padded);
+  } else {
+    shard_->reduce_scatter(sums, shards_.counts(0, padded));
+    if (across_ && across_->size() > 1) {
+      Communicator::Purpose tag_across(*across_, "exact_grads");
+      across_->all_reduce(sums + shards_.my_begin(), shards_.my_end() - shards_.my_begin());
+    }
+  }
+  // Each element rounded once, into the store's range (all of it under DP, this rank's shard otherwise).
+  FlatStore<T>& g = states_->grads();
+  const size_t lo = g.begin(), hi = g.end();
+  Buffer<T> rounded(ledger_, Mem::workspace, hi - lo, alignment_phase<T>(lo), "exact.rounded", false);
+  exact_round(rounded.data(), sums + lo, hi - lo);
+  g.store(rounded.data(), lo, hi);
+}
+
+template <class T>
+double DataParallel<T>::exact_grad_norm() {
+  // Σ g² over this rank's part: under DP every rank holds every gradient, and counts its shard's range.
+  const FlatStore<T>& g = states_->grads();
+  const size_t lo = std::max(shards_.my_begin(), g.begin()), hi = std::min(shards_.my_end(), g.end());
+  ExactSum s;
+  if (lo < hi) {
+    Buffer<T> values(ledger_, Mem::workspace, hi - lo, alignment_phase<T>(lo), "exact.norm", false);
+    g.load(values.data(), lo, hi);
+    for (size_t i = 0; i < hi - lo; ++i) {
+      const double v = static_cast<double>(values.data()[i]);
+      exact_add(s, v * v);
+    }
+  }
+  for (Communicator* c : {shard_, pp_}) {  // (hybrid: every node holds the same shards; counted on one)
+    if (!c || c->size() == 1) continue;
+    Communicator::Purpose tag(*c, "exact_norm");
+    c->all_reduce(&s, 1);
+  }
+  return std::sqrt(exact_value(s));
+}
+
+template class DataParallel<float>;
+template class DataParallel<double>;
+
+}  // namespace shardlab
