@@ -26,6 +26,7 @@
 #include "comm/comm_impl.h"
 #include "comm/comm_ledger.h"
 #include "core/bf16.h"
+#include "core/exact_sum.h"
 
 namespace shardlab {
 
@@ -90,7 +91,7 @@ class Communicator {
   };
 
   // ---- Point to point (blocking). T in {float, double, bf16 (= uint16_t), int32_t, int64_t, uint64_t,
-  // uint8_t, char}. User tags must lie in [0, kMaxUserTag]; the tags above are the collectives'.
+  // uint8_t, char, ExactSum}. User tags must lie in [0, kMaxUserTag]; the tags above are the collectives'.
   static constexpr int kMaxUserTag = 16383;
   template <class T>
   void send(const T* buf, size_t n, int dst, int tag = 0);
@@ -101,7 +102,8 @@ class Communicator {
 
   // ---- Collectives on a buffer cut into size() consecutive chunks: counts[r] elements belong to member r
   // (n = Σ counts; chunks may be unequal or empty; counts must be the same on every member). Reductions
-  // are sums; bf16 is widened to float, added, and rounded to nearest even after EVERY addition.
+  // are sums; bf16 is widened to float, added, and rounded to nearest even after EVERY addition; ExactSums
+  // (core/exact_sum.h) are merged, which gives the same bits in any order (the ring's and MPI's alike).
   template <class T>
   void reduce_scatter(T* buf,
                       const std::vector<size_t>& counts);  // after: MY chunk = Σ over members (rest: unspecified)

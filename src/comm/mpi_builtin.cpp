@@ -2,7 +2,8 @@
 // the hand-written ring (--comm mpi). Blocking calls use MPI_Reduce_scatter / MPI_Allgatherv /
 // MPI_Allreduce; non-blocking ones the MPI_I* forms (one request, advanced by MPI_Test).
 // MPI chooses its own algorithm and order of additions, so only integer-valued sums are guaranteed
-// to match the ring bit for bit; bf16 uses a user-defined MPI_Op with the same widen-add-round.
+// to match the ring bit for bit; bf16 uses a user-defined MPI_Op with the same widen-add-round; ExactSum
+// one that merges (exact_merge), whose result does not depend on the order: it matches the ring.
 // Leaves out: bytes on the wire (not observable: ledger records carry the payload only), the watchdog
 // for the blocking forms (MPI's calls do not return until done).
 #include <cstring>

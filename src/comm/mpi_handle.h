@@ -38,12 +38,14 @@ struct TypeOps {
   size_t bytes;                                      // sizeof(T)
   MPI_Datatype type;                                 // the matching MPI datatype
   void (*add)(void* acc, const void* in, size_t n);  // acc[i] = acc[i] + in[i]  (bf16: round after each add)
-  MPI_Op (*sum_op)();                                // MPI_SUM, the bf16 user op or MPI_MAX (CommImpl::mpi)
+  MPI_Op (*sum_op)();  // MPI_SUM, the bf16 or ExactSum user op, or MPI_MAX (CommImpl::mpi)
 };
 template <class T>
 const TypeOps& type_ops();
 template <>
 const TypeOps& type_ops<uint16_t>();  // bf16: widen, add, round (types.cpp)
+template <>
+const TypeOps& type_ops<ExactSum>();  // 32 bytes, "added" by exact_merge (types.cpp)
 template <class T>
 const TypeOps& max_ops();  // float, double: `add` keeps the larger (an all-reduce of maxima)
 
@@ -113,7 +115,6 @@ std::unique_ptr<InFlight> make_mpi_op(Builtin what, MPI_Comm comm, int rank, con
                                       const std::vector<size_t>& counts, bool blocking);
 
 // The element types every template of the Communicator is instantiated for (bf16 is uint16_t).
-// ExactSum (core/exact_sum.h): 32 bytes whose "sum" is the order-free merge (the exact mode).
 #define SHARDLAB_COMM_TYPES(X) \
   X(float) X(double) X(uint16_t) X(int32_t) X(int64_t) X(uint64_t) X(uint8_t) X(char) X(ExactSum)
 

@@ -1,14 +1,20 @@
 // The element types the Communicator carries: their MPI datatype and their sum kernel (see mpi_handle.h).
 // bf16 sums widen both operands to float, add, and round back to nearest even — after every single
 // addition, exactly as a ring of bf16 buffers on real accelerators does. Integer sums wrap (as MPI's).
-// ExactSum's "sum" is its order-free merge (core/exact_sum.h): any order of a ring gives the same bits, MPI's too.
 // Besides the sums, a maximum for float and double (the vocabulary-parallel cross-entropy's row maxima):
-// exact, so its result never depends on the order. Leaves out: min, product.
+// exact, so its result never depends on the order. ExactSum (core/exact_sum.h, the exact mode's order-free
+// sums) travels as one 32-byte MPI datatype and is "added" by exact_merge, on the ring and in a user-defined
+// MPI_Op alike: whatever order either adds in, the bits are the same. Leaves out: min, product.
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
 #include <type_traits>
 
+#include "comm/communicator.h"
 #include "comm/mpi_handle.h"
 #include "core/bf16.h"
+#include "core/exact_sum.h"
 
 namespace shardlab {
 namespace detail {
@@ -42,22 +48,58 @@ MPI_Op mpi_max() { return MPI_MAX; }
 // (MPI decides the order of additions there, so only integer-valued sums are guaranteed equal).
 void bf16_user_op(void* in, void* inout, int* len, MPI_Datatype*) { add_bf16(inout, in, static_cast<size_t>(*len)); }
 
-void merge_exact(void* acc, const void* in, size_t n) {
-  exact_merge(static_cast<ExactSum*>(acc), static_cast<const ExactSum*>(in), n);
-}
-void exact_user_op(void* in, void* inout, int* len, MPI_Datatype*) {
-  merge_exact(inout, in, static_cast<size_t>(*len));
-}
-MPI_Op exact_merge_op() {
-  static MPI_Op op = MPI_OP_NULL;
-  if (op == MPI_OP_NULL) MPI_Op_create(&exact_user_op, /*commute=*/1, &op);
-  return op;
-}
-
 MPI_Op bf16_sum() {
   static MPI_Op op = MPI_OP_NULL;
   if (op == MPI_OP_NULL) MPI_Op_create(&bf16_user_op, /*commute=*/1, &op);
   return op;
+}
+
+// acc[i] += in[i] for ExactSums. Each element is copied in and out: a buffer MPI hands a user op promises no
+// alignment. Past ExactSum::kMaxTerms terms the job ends, named (an exception cannot cross MPI's C frames,
+// and the other members could not go on without this one anyway).
+void merge_exact_sums(void* acc, const void* in, size_t n) {
+  char* a = static_cast<char*>(acc);
+  const char* b = static_cast<const char*>(in);
+  try {
+    for (size_t i = 0; i < n; ++i) {
+      ExactSum sum, more;
+      std::memcpy(&sum, a + i * sizeof(ExactSum), sizeof(ExactSum));
+      std::memcpy(&more, b + i * sizeof(ExactSum), sizeof(ExactSum));
+      exact_merge(sum, more);
+      std::memcpy(a + i * sizeof(ExactSum), &sum, sizeof(ExactSum));
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardlab: error: reducing exact sums: %s\n", e.what());
+    abort_all(2);
+  }
+}
+
+void exact_sum_user_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  merge_exact_sums(inout, in, static_cast<size_t>(*len));
+}
+
+// exact_merge is commutative and associative (to the last bit), so MPI may add in any order.
+MPI_Op exact_sum_mpi_op() {
+  static MPI_Op op = MPI_OP_NULL;
+  if (op == MPI_OP_NULL) MPI_Op_create(&exact_sum_user_op, /*commute=*/1, &op);
+  return op;
+}
+
+// 32 contiguous bytes, created and committed at the first call under MPI (MPI frees it at MPI_Finalize).
+MPI_Datatype exact_sum_datatype() {
+  static MPI_Datatype type = MPI_DATATYPE_NULL;
+  if (type == MPI_DATATYPE_NULL) {
+    MPI_Type_contiguous(static_cast<int>(sizeof(ExactSum)), MPI_BYTE, &type);
+    MPI_Type_commit(&type);
+  }
+  return type;
+}
+
+bool mpi_running() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
 }
 
 // MPI's predefined datatypes are link-time objects in some MPIs, so look them up at call time.
@@ -88,15 +130,6 @@ MPI_Datatype mpi_type<uint8_t>() {
   return MPI_UINT8_T;
 }
 template <>
-MPI_Datatype mpi_type<ExactSum>() {  // 32 opaque bytes
-  static MPI_Datatype t = MPI_DATATYPE_NULL;
-  if (t == MPI_DATATYPE_NULL) {
-    MPI_Type_contiguous(static_cast<int>(sizeof(ExactSum)), MPI_BYTE, &t);
-    MPI_Type_commit(&t);
-  }
-  return t;
-}
-template <>
 MPI_Datatype mpi_type<char>() {
   return std::is_signed<char>::value ? MPI_SIGNED_CHAR : MPI_UNSIGNED_CHAR;
 }
@@ -124,9 +157,11 @@ const TypeOps& type_ops<bf16>() {
   return ops;
 }
 
+// The datatype is looked up at call time: a world of one without MPI (which never sends) must not create it.
 template <>
 const TypeOps& type_ops<ExactSum>() {
-  static const TypeOps ops{sizeof(ExactSum), mpi_type<ExactSum>(), &merge_exact, &exact_merge_op};
+  static TypeOps ops{sizeof(ExactSum), MPI_DATATYPE_NULL, &merge_exact_sums, &exact_sum_mpi_op};
+  if (ops.type == MPI_DATATYPE_NULL && mpi_running()) ops.type = exact_sum_datatype();
   return ops;
 }
 

@@ -86,8 +86,10 @@ template <class T>
 T value_of(const ExactSum& s) {
   if (s.top == ExactSum::kNotFinite) return std::numeric_limits<T>::quiet_NaN();
   if (s.top == ExactSum::kEmpty) return T(0);
-  // |bin| < 2^62, so the sum below stays under 2^127: one int128, converted (rounded to nearest) once.
-  const __int128 v = (static_cast<__int128>(s.bin[0]) << 64) + (static_cast<__int128>(s.bin[1]) << 32) + s.bin[2];
+  // |bin| < 2^62, so the sum below stays under 2^127: one int128, converted (rounded to nearest) once. The bins
+  // are scaled by multiplying: a left shift of a negative value is undefined before C++20.
+  const __int128 v = static_cast<__int128>(s.bin[0]) * (static_cast<__int128>(1) << 64) +
+                     static_cast<__int128>(s.bin[1]) * (int64_t{1} << 32) + s.bin[2];
   return std::ldexp(static_cast<T>(v), 32 * (s.top - 2) - kBias);
 }
 }  // namespace
