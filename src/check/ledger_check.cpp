@@ -56,6 +56,10 @@ void read_layout(const Json& j, LedgerCheck* c) {
     c->sequence_parallel = l.at("sequence_parallel").get<bool>();
   }
   if (l.contains("cp")) c->cp = need_in(l, "cp", "layout", 1, 1u << 20);
+  if (l.contains("exact")) {
+    if (!l.at("exact").is_boolean()) throw std::runtime_error("layout.exact must be a boolean");
+    c->layout.exact = l.at("exact").get<bool>();
+  }
   if (l.contains("ep")) c->ep = need_in(l, "ep", "layout", 1, 1u << 20);
   if (l.contains("bucket_mb")) {
     if (!l.at("bucket_mb").is_number() || !(l.at("bucket_mb").get<double>() > 0))

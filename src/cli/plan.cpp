@@ -32,7 +32,7 @@ struct PlanFlags {
                               attention = "naive", recompute = "none", zero = "0", fsdp = "no_shard";
   u64 layers = 4, hidden = 128, heads = 4, seq = 64, vocab = 256, params = 0, micro_batch = 1;
   u64 dp = 1, ranks_per_node = 0, accum = 1, tp = 1;
-  bool sequence_parallel = false;
+  bool sequence_parallel = false, exact = false;
   u64 cp = 1;
   ContextSplit cp_split = ContextSplit::zigzag;
   int pp = 1, micro_batches = 4, virtual_stages = 2;
@@ -67,6 +67,7 @@ void define(Flags& f, PlanFlags& v) {
   f.choice("--fsdp", v.fsdp, {"full", "grad_op", "no_shard", "hybrid"}, "FSDP strategy (instead of --zero)");
   f.add("--ranks-per-node", v.ranks_per_node, "ranks per node K (default 8 with --preset)");
   f.add("--accum", v.accum, "micro-batches per optimizer step A");
+  f.flag("--exact", v.exact, "the exact mode's bytes (order-free 32-byte gradient sums) beside the normal mode's");
   f.add("--intra-gbps", v.intra_gbps, "intra-node link speed in GB/s");
   f.add("--inter-gbps", v.inter_gbps, "inter-node link speed in GB/s");
   f.group("Tensor-parallel layout (with --tp)");
@@ -98,7 +99,7 @@ void define(Flags& f, PlanFlags& v) {
 void sharding_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   auto has = [&](const char* n) { return f.given(n); };
   if (!has("--dp")) {
-    for (const char* n : {"--zero", "--fsdp", "--ranks-per-node", "--accum"})
+    for (const char* n : {"--zero", "--fsdp", "--ranks-per-node", "--accum", "--exact"})
       if (has(n)) throw Fail{std::string(n) + " needs --dp N"};
     for (const char* n : {"--intra-gbps", "--inter-gbps"})
       if (has(n) && !has("--tp")) throw Fail{std::string(n) + " needs --dp N or --tp t"};
@@ -130,7 +131,7 @@ void sharding_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
     q.nodes_given = true;
   }
   if (v.accum < 1 || v.accum > 1000000) throw Fail{"--accum expects an integer in [1, 1000000]"};
-  l.accum = v.accum;
+  l.accum = v.accum, l.exact = v.exact;
   for (const auto& [name, value] : {std::pair{"--intra-gbps", v.intra_gbps}, std::pair{"--inter-gbps", v.inter_gbps}})
     if (!(value > 0 && value < 1e12)) throw Fail{std::string(name) + " expects a positive number of GB/s"};
   q.intra_gbps = v.intra_gbps;

@@ -2,6 +2,8 @@
 // See comm_volume.h for the formulas and what is left out.
 #include "plan/comm_volume.h"
 
+#include "core/exact_sum.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -63,6 +65,53 @@ std::vector<std::uint64_t> even_chunks(std::uint64_t total, std::uint64_t member
   return c;
 }
 
+// The exact mode (parallel/exact_grads.cpp): every rank's gradients as order-free sums of 32 bytes, combined once per
+// step after the last micro-batch (an all-reduce, or a reduce-scatter to the owners; hybrid: then an all-reduce of the
+// shard across nodes); the weights move as in the normal mode; and two sums of one element each, all-reduced: the
+// gradient norm over the shard group and the loss over the dp ranks.
+namespace {
+std::vector<CommPhase> exact_step_phases(const Layout& l, u64 rank, u64 S, u64 bp, bool cross) {
+  constexpr u64 e = sizeof(ExactSum);
+  const u64 N = l.dp, A = l.accum;
+  using O = RingOp;
+  std::vector<CommPhase> p;
+  auto ring = [&](const char* what, RingOp op, u64 times, u64 n, u64 elem_bytes, bool inter) {
+    p.push_back(phase(what, op, times, n, equal_ring(op, n, S), elem_bytes, inter));
+  };
+  auto one = [&](const char* what, u64 n, u64 member, bool inter) {  // a single element all-reduced over n
+    p.push_back(
+        phase(what, O::all_reduce, 1, n, ring_sent_elements(O::all_reduce, even_chunks(1, n), member), e, inter));
+  };
+  u64 group = N, member = rank;  // the shard group: the norm's
+  switch (l.strategy) {
+    case Strategy::dp: ring("all-reduce exact grads", O::all_reduce, 1, N, e, cross); break;
+    case Strategy::zero1:
+    case Strategy::zero2:
+      ring("reduce-scatter exact grads", O::reduce_scatter, 1, N, e, cross);
+      ring("all-gather params", O::all_gather, 1, N, bp, cross);
+      break;
+    case Strategy::zero3:
+      ring("all-gather params (forward)", O::all_gather, A, N, bp, cross);
+      ring("all-gather params (backward)", O::all_gather, A, N, bp, cross);
+      ring("reduce-scatter exact grads", O::reduce_scatter, 1, N, e, cross);
+      break;
+    case Strategy::hybrid: {
+      const u64 K = l.ranks_per_node, M = N / K, m = rank / K;
+      ring("all-gather params (forward)", O::all_gather, A, K, bp, false);
+      ring("all-gather params (backward)", O::all_gather, A, K, bp, false);
+      ring("reduce-scatter exact grads", O::reduce_scatter, 1, K, e, false);
+      const u64 sent = (S - even_chunk(S, M, m)) + (S - even_chunk(S, M, (m + 1) % M));
+      if (M > 1) p.push_back(phase("all-reduce exact grad shard across nodes", O::all_reduce, 1, M, sent, e, true));
+      group = K, member = rank % K;
+      break;
+    }
+  }
+  if (group > 1) one("all-reduce the norm's exact sum", group, member, l.strategy == Strategy::hybrid ? false : cross);
+  if (N > 1) one("all-reduce the loss's exact sum", N, rank, cross);
+  return p;
+}
+}  // namespace
+
 std::vector<CommPhase> step_comm_phases(const Recipe& r, std::uint64_t psi, const Layout& l, std::uint64_t rank) {
   const PerCategory per = bytes_per_param(r);
   const u64 bg = per[Mem::grad], bp = per[Mem::param];
@@ -75,6 +124,7 @@ std::vector<CommPhase> step_comm_phases(const Recipe& r, std::uint64_t psi, cons
   auto ring = [&](const char* what, RingOp op, u64 times, u64 n, u64 elem_bytes, bool inter) {
     p.push_back(phase(what, op, times, n, equal_ring(op, n, S), elem_bytes, inter));
   };
+  if (l.exact) return exact_step_phases(l, rank, S, bp, cross);
   switch (l.strategy) {
     case Strategy::dp:  // claim C8: gradient accumulation syncs only on the last micro-batch
       ring("all-reduce grads", O::all_reduce, 1, N, bg, cross);

@@ -143,17 +143,29 @@ void print_phases(std::ostream& out, const Recipe& r, u64 psi, const ShardingReq
   t.rule();
   t.row({"total", "", "", "", "", commas(total), in_unit(total, u)});
   t.print(out);
+  if (l.exact) {  // parallel/exact_grads.cpp
+    Layout normal = l;
+    normal.exact = false;
+    const u64 n = comm_total(r, psi, normal);
+    out << "  --exact: every gradient travels once per step as a 32-byte order-free sum (core/exact_sum.h) instead of\n"
+        << "  " << bytes_per_param(r)[Mem::grad]
+        << " B, plus one sum each for the norm and the loss: " << (n ? times_dp(total, n) + " × " : "")
+        << "the normal mode's " << in_unit(n, unit_for(n)) << "\n";
+  }
   Layout dp = l;
   dp.strategy = Strategy::dp;
   const u64 dp_comm = comm_total(r, psi, dp);
   if (dp_comm) out << "  = " << times_dp(total, dp_comm) << " × DP's " << in_unit(dp_comm, unit_for(dp_comm));
-  switch (l.strategy) {
-    case Strategy::dp: out << " — one all-reduce = reduce-scatter + all-gather; accumulation syncs once"; break;
-    case Strategy::zero1: out << " — reduce-scatter grads, update own shard, all-gather params (C12)"; break;
-    case Strategy::zero2: out << " — ZeRO-2 keeps only its grad shard: it reduce-scatters every micro-batch"; break;
-    case Strategy::zero3: out << " — params gathered for forward and backward (C12: 3Ψ vs DP's 2Ψ)"; break;
-    case Strategy::hybrid: out << " — ZeRO-3 inside each node, one grad-shard all-reduce across nodes (C14)"; break;
-  }
+  if (l.exact)
+    out << " — the exact mode reduces the gradients once per step, whatever the strategy";
+  else
+    switch (l.strategy) {
+      case Strategy::dp: out << " — one all-reduce = reduce-scatter + all-gather; accumulation syncs once"; break;
+      case Strategy::zero1: out << " — reduce-scatter grads, update own shard, all-gather params (C12)"; break;
+      case Strategy::zero2: out << " — ZeRO-2 keeps only its grad shard: it reduce-scatters every micro-batch"; break;
+      case Strategy::zero3: out << " — params gathered for forward and backward (C12: 3Ψ vs DP's 2Ψ)"; break;
+      case Strategy::hybrid: out << " — ZeRO-3 inside each node, one grad-shard all-reduce across nodes (C14)"; break;
+    }
   out << "\n\n";
 }
 

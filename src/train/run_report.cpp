@@ -98,7 +98,8 @@ nlohmann::json write_ledger_file(const std::string& path, const TrainConfig& cfg
                  {"pp", cfg.layout.pp},
                  {"pp_layers", layer_counts_text(cfg.layout.pp_layers)},
                  {"schedule", schedule_name(cfg.layout.schedule)},
-                 {"virtual_stages", cfg.layout.virtual_stages}};
+                 {"virtual_stages", cfg.layout.virtual_stages},
+                 {"exact", cfg.layout.exact}};
   if (!layout.moe.is_null()) j["moe"] = layout.moe;
   j["ranks"] = nlohmann::json::array();
   for (const std::string& s : all) j["ranks"].push_back(nlohmann::json::parse(s));

@@ -8,7 +8,9 @@
 #  (2) the control: the same dp 3 and 4×4 without --exact differ from their single process at rtol 0 (the order of
 #      additions; within compare's f64 tolerance), and the exact curve is within that tolerance of the normal one;
 #  (3) f32 and --mixed bf16: dp 4 with ZeRO-2 and one sample per micro-batch against one micro-batch of 12;
-#  (4) layouts it does not cover yet (tp, cp, ep, experts): exit 2, one error line from rank 0.
+#  (4) layouts it does not cover yet (tp, cp, ep, experts): exit 2, one error line from rank 0;
+#  (5) `plan --ledger` on the exact runs: their 32-byte rings equal the formula exactly; `plan --exact` prints them
+#      beside the normal mode's bytes.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_layouts.sh"  # mpi, run, compare_runs, bad (over the flags R below)
@@ -69,6 +71,22 @@ for recipe in "f32 --dtype f32" "bf16 --dtype f32 --mixed bf16"; do
   # shellcheck disable=SC2086
   exact "$name: ZeRO-2, dp 4, 3 micro-batches" 4 "${name}_one" --global-batch 12 --micro-batch 1 --zero 2 $flags
 done
+
+# ---------------------------------------------------------------- (5) the bytes: plan --ledger, plan --exact
+for name in "dp 3, 2 micro-batches" "ZeRO-2, dp 2, 6 micro-batches" "ZeRO-3, dp 4, 3 micro-batches" \
+  "FSDP hybrid, 2 nodes of 2" "dp 2 × pp 2, ZeRO-1"; do
+  if "$S" plan --ledger "$D/$name/ledger.json" >"$D/$name.plan" 2>&1; then
+    ok "(5) $name: plan --ledger: the 32-byte exact sums' rings match the formula exactly ($(grep -c 'exact' "$D/$name/ledger.json") exact records)"
+  else
+    fail "(5) $name: plan --ledger" "$(grep -E '^result|error' "$D/$name.plan" | cut -c1-300)"
+  fi
+done
+if "$S" plan --dp 4 --zero 2 --accum 3 --exact --mixed none --layers 2 --hidden 32 --heads 2 --seq 32 >"$tmp/p" 2>&1 &&
+  grep -q 'reduce-scatter exact grads .* 32 ' "$tmp/p" && grep -q 'the normal mode' "$tmp/p"; then
+  ok "(5) plan --exact: $(grep -o '[0-9.]* × the normal mode.*' "$tmp/p")"
+else
+  fail "(5) plan --dp 4 --zero 2 --exact prints the exact bytes beside the normal ones" "$(tail -n 3 "$tmp/p")"
+fi
 
 # ---------------------------------------------------------------- (4) not yet
 bad "--exact with --tp" 2 'exact covers data parallelism.*not yet --tp' --exact --tp 2 --global-batch 4 --micro-batch 2
