@@ -2,6 +2,7 @@
 // 3 kept bins, integer additions, one rounding at the end.
 #include "core/exact_sum.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -28,24 +29,27 @@ void count_terms(ExactSum& s, int64_t more) {
 }
 }  // namespace
 
-void exact_add(ExactSum& acc, double x) {
-  count_terms(acc, 1);
+namespace {
+// One term into acc (its count already taken). The term's bits inside the window [L, L + 96), L the lowest kept
+// bin's first position, as one 128-bit integer in units of 2^L (bits below L dropped: truncation toward zero), then
+// cut into the three 32-bit bins.
+inline void deposit(ExactSum& acc, double x) {
   if (acc.top == ExactSum::kNotFinite) return;
-  if (!std::isfinite(x)) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const int biased = static_cast<int>((bits >> 52) & 0x7ff);
+  if (biased == 0x7ff) {  // NaN or ±inf
     acc.top = ExactSum::kNotFinite;
     acc.bin[0] = acc.bin[1] = acc.bin[2] = 0;
     return;
   }
-  if (x == 0) return;
-  uint64_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  const bool negative = bits >> 63;
-  const int biased = static_cast<int>((bits >> 52) & 0x7ff);
   uint64_t m = bits & ((uint64_t(1) << 52) - 1);
   int lsb = -1074;  // the bit position of m's lowest bit
   if (biased != 0) {
     m |= uint64_t(1) << 52;
     lsb = biased - 1075;
+  } else if (m == 0) {
+    return;  // ±0
   }
   const int high = lsb + 63 - __builtin_clzll(m);  // the leading bit's position
   const int32_t j = (high + kBias) >> 5;
@@ -53,15 +57,26 @@ void exact_add(ExactSum& acc, double x) {
     acc.top = j;
   else if (j > acc.top)
     raise_top(acc, j);
-  for (int k = 0; k < 3; ++k) {
-    const int shift = 32 * (acc.top - k) - kBias - lsb;  // the bin's lowest position relative to m's
-    uint64_t part = 0;
-    if (shift >= 0)
-      part = shift < 64 ? (m >> shift) & 0xffffffffu : 0;
-    else if (shift > -32)
-      part = (m << -shift) & 0xffffffffu;
-    acc.bin[k] += negative ? -int64_t(part) : int64_t(part);
+  const int shift = lsb - (32 * (acc.top - 2) - kBias);  // m's lowest bit relative to the window's; ≤ 43
+  unsigned __int128 w;
+  if (shift >= 0)
+    w = static_cast<unsigned __int128>(m) << shift;
+  else
+    w = -shift < 64 ? m >> -shift : 0;
+  const int64_t b0 = static_cast<int64_t>(static_cast<uint64_t>(w >> 64) & 0xffffffffu),
+                b1 = static_cast<int64_t>(static_cast<uint64_t>(w >> 32) & 0xffffffffu),
+                b2 = static_cast<int64_t>(static_cast<uint64_t>(w) & 0xffffffffu);
+  if (bits >> 63) {
+    acc.bin[0] -= b0, acc.bin[1] -= b1, acc.bin[2] -= b2;
+  } else {
+    acc.bin[0] += b0, acc.bin[1] += b1, acc.bin[2] += b2;
   }
+}
+}  // namespace
+
+void exact_add(ExactSum& acc, double x) {
+  count_terms(acc, 1);
+  deposit(acc, x);
 }
 
 void exact_merge(ExactSum& acc, const ExactSum& other) {
@@ -99,7 +114,21 @@ float exact_value_float(const ExactSum& s) { return value_of<float>(s); }
 
 template <class T>
 void exact_add(ExactSum* acc, const T* x, size_t n) {
-  for (size_t i = 0; i < n; ++i) exact_add(acc[i], static_cast<double>(x[i]));
+  for (size_t i = 0; i < n; ++i) {
+    count_terms(acc[i], 1);
+    deposit(acc[i], static_cast<double>(x[i]));
+  }
+}
+
+template <class T>
+void exact_add_rows(ExactSum* acc, const T* x, size_t n, int count, size_t stride) {
+  constexpr size_t kBlock = 256;  // 8 KB of sums stay in the L1 cache while every array adds to them
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t e = std::min(n, b + kBlock);
+    for (size_t i = b; i < e; ++i) count_terms(acc[i], count);
+    for (int g = 0; g < count; ++g)
+      for (size_t i = b; i < e; ++i) deposit(acc[i], static_cast<double>(x[g * stride + i]));
+  }
 }
 
 void exact_merge(ExactSum* acc, const ExactSum* other, size_t n) {
@@ -113,6 +142,8 @@ void exact_round(T* out, const ExactSum* acc, size_t n) {
 
 template void exact_add<float>(ExactSum*, const float*, size_t);
 template void exact_add<double>(ExactSum*, const double*, size_t);
+template void exact_add_rows<float>(ExactSum*, const float*, size_t, int, size_t);
+template void exact_add_rows<double>(ExactSum*, const double*, size_t, int, size_t);
 template void exact_round<float>(float*, const ExactSum*, size_t);
 template void exact_round<double>(double*, const ExactSum*, size_t);
 

@@ -39,6 +39,10 @@ float exact_value_float(const ExactSum& s);
 // Element-wise over arrays: acc[i] += x[i]; acc[i] += other[i]; out[i] = the value of acc[i] in T.
 template <class T>
 void exact_add(ExactSum* acc, const T* x, size_t n);
+// acc[i] += x[g·stride + i] for g = 0 … count − 1, in that order: `count` arrays in one pass over acc (the sums are
+// 32 bytes each, so one pass instead of `count` is what keeps this from waiting on memory).
+template <class T>
+void exact_add_rows(ExactSum* acc, const T* x, size_t n, int count, size_t stride);
 void exact_merge(ExactSum* acc, const ExactSum* other, size_t n);
 template <class T>
 void exact_round(T* out, const ExactSum* acc, size_t n);

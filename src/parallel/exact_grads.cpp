@@ -46,7 +46,7 @@ T* DataParallel<T>::exact_unit_grads(int unit) {
 template <class T>
 void DataParallel<T>::exact_unit_done(int unit) {
   const size_t lo = comm_lo(unit), n = comm_hi(unit) - lo, stride = sample_stride(n, sizeof(T));
-  for (int g = 0; g < samples_; ++g) exact_add(exact_sums_.data() + lo, sample_grads_.data() + g * stride, n);
+  exact_add_rows(exact_sums_.data() + lo, sample_grads_.data(), n, samples_, stride);
   sample_grads_.reset();
 }
 
