@@ -297,6 +297,7 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
       t.grad_bytes = bytes_per_param(c.recipe)[Mem::grad];
       t.held = held;
       t.cp = c.cp;
+      t.exact = c.layout.exact;
       const ShardLayout& g = sharding;
       const bool whole = c.layout.strategy == Strategy::dp;
       const u64 member = c.layout.strategy == Strategy::hybrid ? rc.grad_member % g.group : rc.grad_member;

@@ -11,6 +11,7 @@
 #include "model/gelu.h"
 #include "model/layernorm.h"
 #include "model/linear.h"
+#include "model/region_products.h"
 
 namespace shardlab {
 
@@ -49,37 +50,36 @@ void note_routing(MoeStats& stats, const MoeRouting<T>& r, const BlockDims& d) {
 // The dense MLP's forward: out = fcproj(gelu(fc(ln2))) (R, C), through the tensor-parallel region.
 template <class T>
 void mlp_forward(BlockRecord<T>& rec, T* out, const T* ln2, const BlockTensors<const T*>& w, const BlockDims& d,
-                 BlockScratch<T>& ws, RegionHooks<T>& hooks) {
+                 BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger) {
   const int C = d.C, F = d.F;
   const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
   const T* h2 = hooks.enter(ln2, ws.full_a, d);
   T* fc = produce(rec.fc, ws.fc);
-  linear_forward(fc, h2, w.fc_w, w.fc_b, N, C, F, d.split);
+  column_forward(fc, h2, w.fc_w, w.fc_b, N, C, F, d.split, d.mlp_chunk());
   keep(rec.fc, fc);
   T* gelu = produce(rec.gelu, ws.gelu);
   gelu_forward(gelu, fc, static_cast<size_t>(N) * F);
   keep(rec.gelu, gelu);
   T* partial2 = N == R ? out : ws.full_b;
-  linear_forward(partial2, gelu, w.fcproj_w, static_cast<const T*>(nullptr), N, F, C, d.split);
-  hooks.leave(partial2, out, d);
+  row_forward_leave(partial2, out, gelu, w.fcproj_w, N, F, C, d, d.mlp_chunk(), hooks, ledger);
   MatMap<T>(out, R, C).rowwise() += ConstVecMap<T>(w.fcproj_b, C);
 }
 
 // The dense MLP's backward from its output's gradient (R, C): returns where d(ln2) is (R rows, in place in ws.d_ln).
 template <class T>
 T* mlp_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockRecord<T>& rec, const T* d_mlp_out,
-                const T* ln2, const BlockDims& d, BlockScratch<T>& ws, RegionHooks<T>& hooks) {
+                const T* ln2, const BlockDims& d, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger) {
   const int C = d.C, F = d.F;
   const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
   const T* fc = use(rec.fc, ws.fc);
   const T* gelu = use(rec.gelu, ws.gelu);
   const T* dy2 = hooks.leave_backward(d_mlp_out, ws.full_b, d);
-  linear_backward(ws.d_gelu, g.fcproj_w, N == R ? g.fcproj_b : static_cast<T*>(nullptr), dy2, gelu, w.fcproj_w, N, F, C,
-                  d.split);
+  row_backward(ws.d_gelu, g.fcproj_w, N == R ? g.fcproj_b : static_cast<T*>(nullptr), dy2, gelu, w.fcproj_w, N, F, C,
+               d.split, d.mlp_chunk());
   if (N != R) bias_backward(g.fcproj_b, d_mlp_out, R, C, d.split);
   gelu_backward(ws.d_fc, ws.d_gelu, fc, static_cast<size_t>(N) * F);
-  linear_backward(ws.d_ln, g.fc_w, g.fc_b, ws.d_fc, hooks.region_input(ln2, ws.full_a, d), w.fc_w, N, C, F, d.split);
-  return hooks.enter_backward(ws.d_ln, d);
+  return column_backward_enter(ws.d_ln, g.fc_w, g.fc_b, ws.d_fc, hooks.region_input(ln2, ws.full_a, d), w.fc_w, N, C, F,
+                               d, d.mlp_chunk(), hooks, ledger);
 }
 
 }  // namespace
@@ -120,7 +120,7 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
   keep(rec.ln1, ln1);
   const T* h1 = hooks.enter(ln1, ws.full_a, d);
   T* qkv = produce(rec.qkv, ws.qkv);
-  linear_forward(qkv, h1, w.qkv_w, w.qkv_b, N, C, 3 * CL, d.split);
+  column_forward(qkv, h1, w.qkv_w, w.qkv_b, N, C, 3 * CL, d.split, d.HD);
   keep(rec.qkv, qkv);
   T* atty = produce(rec.atty, ws.atty);
   const AttentionDims ad{B, d.T, CL, d.NH};
@@ -139,8 +139,7 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
   keep(rec.atty, atty);
   T* resid_mid = produce(rec.resid_mid, ws.resid_mid);
   T* partial = N == R ? resid_mid : ws.full_b;  // (N, C): this rank's share of W^O's sum
-  linear_forward(partial, atty, w.proj_w, static_cast<const T*>(nullptr), N, CL, C, d.split);
-  hooks.leave(partial, resid_mid, d);
+  row_forward_leave(partial, resid_mid, atty, w.proj_w, N, CL, C, d, d.HD, hooks, ledger);
   MatMap<T>(resid_mid, R, C).rowwise() += ConstVecMap<T>(w.proj_b, C);  // the bias once, after the sum
   if (drop.proj.active()) drop.proj.apply_activation(resid_mid, B, d.T_local);
   MatMap<T>(resid_mid, R, C) += ConstMatMap<T>(x, R, C);  // residual 1
@@ -154,7 +153,7 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
     moe_forward(out, rec.moe, ln2, w.moe, d.moe(), hooks, ledger);
     if (run.moe_stats) note_routing(*run.moe_stats, rec.moe.routing, d);
   } else {
-    mlp_forward(rec, out, ln2, w, d, ws, hooks);
+    mlp_forward(rec, out, ln2, w, d, ws, hooks, ledger);
   }
   if (drop.mlp.active()) drop.mlp.apply_activation(out, B, d.T_local);
   MatMap<T>(out, R, C) += ConstMatMap<T>(resid_mid, R, C);  // residual 2
@@ -198,7 +197,7 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
     moe_backward(d_ln2, g.moe, d_mlp_out, rec.moe, ln2, w.moe, d.moe(), T(run.aux_weight), T(run.z_weight), hooks,
                  ledger);
   else
-    d_ln2 = mlp_backward(g, w, rec, d_mlp_out, ln2, d, ws, hooks);
+    d_ln2 = mlp_backward(g, w, rec, d_mlp_out, ln2, d, ws, hooks, ledger);
   layernorm_backward(ws.d_res, g.ln2_w, g.ln2_b, d_ln2, resid_mid, w.ln2_w, rec.ln2_mean.data(), rec.ln2_rstd.data(), R,
                      C, d.split);  // ws.d_res = d(resid_mid)
 
@@ -206,8 +205,8 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
   const T* d_proj_out = through_dropout(drop.proj);
   const T* dy1 = hooks.leave_backward(d_proj_out, ws.full_b, d);
   T* d_atty = ws.d_fc;  // reuse: (N, CL) fits in (N, F)
-  linear_backward(d_atty, g.proj_w, N == R ? g.proj_b : static_cast<T*>(nullptr), dy1, atty, w.proj_w, N, CL, C,
-                  d.split);
+  row_backward(d_atty, g.proj_w, N == R ? g.proj_b : static_cast<T*>(nullptr), dy1, atty, w.proj_w, N, CL, C, d.split,
+               d.HD);
   if (N != R) bias_backward(g.proj_b, d_proj_out, R, C, d.split);
   const AttentionDims ad{B, d.T, CL, d.NH};
   {
@@ -225,9 +224,8 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
       attention_backward(ws.d_qkv, d_atty, qkv, probs, ad, drop.attn, ws.attention);
     }
   }
-  linear_backward(ws.d_ln, g.qkv_w, g.qkv_b, ws.d_qkv, hooks.region_input(ln1, ws.full_a, d), w.qkv_w, N, C, 3 * CL,
-                  d.split);
-  T* d_ln1 = hooks.enter_backward(ws.d_ln, d);
+  T* d_ln1 = column_backward_enter(ws.d_ln, g.qkv_w, g.qkv_b, ws.d_qkv, hooks.region_input(ln1, ws.full_a, d), w.qkv_w,
+                                   N, C, 3 * CL, d, d.HD, hooks, ledger);
   layernorm_backward(ws.d_res, g.ln1_w, g.ln1_b, d_ln1, x, w.ln1_w, rec.ln1_mean.data(), rec.ln1_rstd.data(), R, C,
                      d.split);  // ws.d_res = d(x)
   rec.release_all_but_input();

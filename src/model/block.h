@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/exact_sum.h"
 #include "model/activation_record.h"
 #include "model/dropout.h"
 #include "model/moe.h"
@@ -68,6 +69,7 @@ struct BlockDims {
                     local_experts};
   }
   int CL() const { return NH * HD; }                        // attention width on this rank
+  int mlp_chunk() const { return 4 * C / heads_total; }     // the exact mode's MLP chunk (linear_exact.h)
   size_t rows() const { return size_t(B) * T_local; }       // residual rows
   size_t region_rows() const { return size_t(B) * T_ctx; }  // rows inside the tensor-parallel regions
 };
@@ -117,6 +119,16 @@ class RegionHooks : public ExpertExchange<T> {
   virtual T* enter_backward(T* d_full, const BlockDims& d) { return d_full; }
   // The region's input again in backward (for the weight gradients), from the saved residual rows.
   virtual const T* region_input(const T* x, T* full, const BlockDims& d) { return x; }
+  // The exact mode (linear_exact.h): leave and enter_backward with this rank's order-free sums (N rows) instead of
+  // its partial sums — merged over the region's ranks, rounded once into y (R rows) / d_full (returned). The
+  // identity rounds.
+  virtual void leave_exact(ExactSum* partial, T* y, const BlockDims& d) {
+    exact_round(y, partial, d.rows() * size_t(d.C));
+  }
+  virtual T* enter_backward_exact(ExactSum* d_partial, T* d_full, const BlockDims& d) {
+    exact_round(d_full, d_partial, d.region_rows() * size_t(d.C));
+    return d_full;
+  }
   // The attention core when the keys are not all on this rank (context parallelism: ring attention, with the
   // flash kernel's out/lse contract, flash_attention.h). false: this rank holds the whole sequence, and the
   // block runs its own kernel.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "core/exact_sum.h"
 
@@ -23,10 +24,15 @@ double cross_entropy_forward(T* logits_to_probs, const int32_t* targets, int N, 
     T mx = *std::max_element(row, row + V);
     const T target_logit = row[targets[n]];
     T sum = 0;
+    ExactSum exact_sum;  // the exact mode: Σ exp order-free, so a vocabulary split over ranks gives the same bits
     for (int v = 0; v < V; ++v) {
       row[v] = std::exp(row[v] - mx);
-      sum += row[v];
+      if (terms)
+        exact_add(exact_sum, double(row[v]));
+      else
+        sum += row[v];
     }
+    if (terms) exact_round(&sum, &exact_sum, 1);
     T inv = T(1) / sum;
     for (int v = 0; v < V; ++v) row[v] *= inv;
     const double row_loss = std::log(static_cast<double>(sum)) - static_cast<double>(target_logit - mx);  // -log p
@@ -50,9 +56,12 @@ void cross_entropy_backward(T* probs_to_dlogits, const int32_t* targets, int N, 
 // maxima, the Σ exp and the target logits (the slice holding the target gives it, the others 0). Turns
 // the slice into its probabilities in place; stats: 3N scratch. Returns Σ -log p[target] over the rows
 // where counted(n) (every rank has every row's loss; sequence parallel counts only its own positions).
-template <class T, class Max, class Sum, class Counted>
+// The exact mode (terms non-null): each row's Σ exp as an order-free sum, merged over the slices by
+// merge_exact(sums, n), and each counted row's −log p added to terms.
+template <class T, class Max, class Sum, class Counted, class MergeExact>
 double vocab_parallel_cross_entropy_forward(T* logits_to_probs, const int32_t* targets, int N, int Vl, int v0, T* stats,
-                                            Max&& reduce_max, Sum&& reduce_sum, Counted&& counted) {
+                                            Max&& reduce_max, Sum&& reduce_sum, Counted&& counted, ExactSum* terms,
+                                            MergeExact&& merge_exact) {
   T *mx = stats, *sum = stats + N, *target_logit = stats + 2 * size_t(N);
   for (int n = 0; n < N; ++n) {
     const T* row = logits_to_probs + static_cast<size_t>(n) * Vl;
@@ -61,23 +70,35 @@ double vocab_parallel_cross_entropy_forward(T* logits_to_probs, const int32_t* t
     target_logit[n] = v >= 0 && v < Vl ? row[v] : T(0);
   }
   reduce_max(mx, size_t(N));
+  std::vector<ExactSum> exact_sums(terms ? N : 0);
   for (int n = 0; n < N; ++n) {
     T* row = logits_to_probs + static_cast<size_t>(n) * Vl;
     T s = 0;
     for (int v = 0; v < Vl; ++v) {
       row[v] = std::exp(row[v] - mx[n]);
-      s += row[v];
+      if (terms)
+        exact_add(exact_sums[n], double(row[v]));
+      else
+        s += row[v];
     }
     sum[n] = s;
   }
-  reduce_sum(sum, size_t(N));
+  if (terms) {
+    merge_exact(exact_sums.data(), size_t(N));
+    exact_round(sum, exact_sums.data(), size_t(N));
+  } else {
+    reduce_sum(sum, size_t(N));
+  }
   reduce_sum(target_logit, size_t(N));
   double loss = 0.0;
   for (int n = 0; n < N; ++n) {
     T* row = logits_to_probs + static_cast<size_t>(n) * Vl;
     T inv = T(1) / sum[n];
     for (int v = 0; v < Vl; ++v) row[v] *= inv;
-    if (counted(n)) loss += std::log(static_cast<double>(sum[n])) - static_cast<double>(target_logit[n] - mx[n]);
+    if (!counted(n)) continue;
+    const double row_loss = std::log(static_cast<double>(sum[n])) - static_cast<double>(target_logit[n] - mx[n]);
+    loss += row_loss;
+    if (terms) exact_add(*terms, row_loss);
   }
   return loss;
 }

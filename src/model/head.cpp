@@ -7,6 +7,7 @@
 #include "model/cross_entropy.h"
 #include "model/layernorm.h"
 #include "model/linear.h"
+#include "model/region_products.h"
 
 namespace shardlab {
 
@@ -33,27 +34,29 @@ double head_forward(HeadRecord<T>& h, const int32_t* targets, UnitAccess<T>& acc
                     static_cast<int>(R), C);
   keep(h.lnf, lnf);
   if (t == 1) {  // the whole head on one rank: no seam at all
-    linear_forward(h.probs.data(), lnf, P(layout.lm_head), static_cast<const T*>(nullptr), static_cast<int>(R), C, V,
-                   d.split);
+    column_forward(h.probs.data(), lnf, P(layout.lm_head), static_cast<const T*>(nullptr), static_cast<int>(R), C, V,
+                   d.split, V / cfg.heads);
     access.params_done(unit, false);
     return cross_entropy_forward(h.probs.data(), targets, static_cast<int>(R), V, loss_terms);
   }
   // Vocabulary-parallel: f (SP: the all-gather along s), this rank's logits, the parallel cross-entropy.
   const T* in = hooks.head_input(lnf, ws.full_a, d);
-  linear_forward(h.probs.data(), in, P(layout.lm_head), static_cast<const T*>(nullptr), static_cast<int>(N), C, Vl);
+  column_forward(h.probs.data(), in, P(layout.lm_head), static_cast<const T*>(nullptr), static_cast<int>(N), C, Vl,
+                 d.split, V / cfg.heads);
   access.params_done(unit, false);
   Buffer<T> stats(ledger, Mem::workspace, 3 * N, 0, nullptr, false);
   const bool sp = slice.sequence_parallel;
   return vocab_parallel_cross_entropy_forward(
       h.probs.data(), targets, static_cast<int>(N), Vl, v0, stats.data(),
       [&](T* x, size_t n) { hooks.vocab_max(x, n); }, [&](T* x, size_t n) { hooks.vocab_sum(x, n); },
-      [&](int n) { return !sp || (n % Tc >= t0 && n % Tc < t0 + Tl); });  // SP: this rank's rows' loss
+      [&](int n) { return !sp || (n % Tc >= t0 && n % Tc < t0 + Tl); },  // SP: this rank's rows' loss
+      loss_terms, [&](ExactSum* x, size_t n) { hooks.vocab_sum_exact(x, n); });
 }
 
 template <class T>
 void head_backward(HeadRecord<T>& h, const int32_t* targets, T loss_scale, UnitAccess<T>& access,
                    const ParamLayout& layout, const GPTConfig& cfg, const ModelSlice& slice, const BlockDims& d,
-                   BlockScratch<T>& ws, HeadHooks<T>& hooks) {
+                   BlockScratch<T>& ws, HeadHooks<T>& hooks, MemoryLedger& ledger) {
   const int unit = cfg.layers + 1, C = cfg.hidden, V = cfg.vocab;
   const size_t R = d.rows();
   const T* wbase = access.params(unit, true);
@@ -61,7 +64,19 @@ void head_backward(HeadRecord<T>& h, const int32_t* targets, T loss_scale, UnitA
   auto P = [&](size_t offset) { return wbase + (offset - layout.unit_begin(unit)); };
   auto G = [&](size_t offset) { return gbase + (offset - layout.unit_begin(unit)); };
   const int t = slice.tp, Vl = V / t, v0 = slice.tp_rank * Vl;
-  if (t == 1) {
+  if (d.split.exact) {  // linear_exact.h: the input gradient summed order-free over vocabulary chunks of V/heads
+    const int N = static_cast<int>(t == 1 ? R : d.region_rows());
+    if (t == 1)
+      cross_entropy_backward(h.probs.data(), targets, N, V, loss_scale);
+    else
+      vocab_parallel_cross_entropy_backward(h.probs.data(), targets, N, Vl, v0, loss_scale);
+    const T* in = t == 1 ? use(h.lnf, ws.ln1) : hooks.head_input(use(h.lnf, ws.ln1), ws.full_a, d);
+    exact_detail::Sums<T> s(ledger, N, C, d.split.groups);
+    linear_backward_exact(static_cast<T*>(nullptr), s.sums.data(), s.scratch.data(), G(layout.lm_head),
+                          static_cast<T*>(nullptr), h.probs.data(), in, P(layout.lm_head), N, C, Vl, d.split,
+                          Chunks{V / cfg.heads, 0});
+    hooks.head_input_backward_exact(s.sums.data(), ws.d_ln, d);
+  } else if (t == 1) {
     cross_entropy_backward(h.probs.data(), targets, static_cast<int>(R), V, loss_scale);  // now d_logits
     linear_backward(ws.d_ln, G(layout.lm_head), static_cast<T*>(nullptr), h.probs.data(), use(h.lnf, ws.ln1),
                     P(layout.lm_head), static_cast<int>(R), C, V, d.split);
@@ -87,7 +102,7 @@ void head_backward(HeadRecord<T>& h, const int32_t* targets, T loss_scale, UnitA
                                   HeadHooks<T>&, MemoryLedger&, ExactSum*);                                      \
   template void head_backward<T>(HeadRecord<T>&, const int32_t*, T, UnitAccess<T>&, const ParamLayout&,          \
                                  const GPTConfig&, const ModelSlice&, const BlockDims&, BlockScratch<T>&,        \
-                                 HeadHooks<T>&);
+                                 HeadHooks<T>&, MemoryLedger&);
 SHARDLAB_HEAD(float)
 SHARDLAB_HEAD(double)
 #undef SHARDLAB_HEAD

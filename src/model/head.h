@@ -31,6 +31,12 @@ class HeadHooks {
   // The parallel cross-entropy's reductions over the vocabulary slices, in place on n values.
   virtual void vocab_max(T* x, size_t n) {}
   virtual void vocab_sum(T* x, size_t n) {}
+  // The exact mode: the input gradient's order-free sums over this rank's vocabulary chunks, merged and rounded into
+  // d_full (d.region_rows() rows); the Σ exp of every row as order-free sums, merged in place.
+  virtual void head_input_backward_exact(ExactSum* d_partial, T* d_full, const BlockDims& d) {
+    exact_round(d_full, d_partial, d.region_rows() * size_t(d.C));
+  }
+  virtual void vocab_sum_exact(ExactSum* x, size_t n) {}
 };
 
 // Forward of the head for one micro-batch: h.x holds the last block's output (d.rows() rows); keeps the
@@ -48,6 +54,6 @@ double head_forward(HeadRecord<T>& h, const int32_t* targets, UnitAccess<T>& acc
 template <class T>
 void head_backward(HeadRecord<T>& h, const int32_t* targets, T loss_scale, UnitAccess<T>& access,
                    const ParamLayout& layout, const GPTConfig& cfg, const ModelSlice& slice, const BlockDims& d,
-                   BlockScratch<T>& ws, HeadHooks<T>& hooks);
+                   BlockScratch<T>& ws, HeadHooks<T>& hooks, MemoryLedger& ledger);
 
 }  // namespace shardlab

@@ -182,7 +182,7 @@ void ModelChunk<T>::backward(int mb_id, UnitAccess<T>& access, T loss_scale, con
   if (spec_.head) {  // ws_.d_res: d(the head's input)
     BlockDims dh = d0;
     dh.split = access.split(cfg_.layers + 1, B);  // before grads(): the exact mode's per-sample gradients
-    head_backward(r.head, r.targets.data(), loss_scale, access, layout_, cfg_, slice_, dh, ws_, *hooks_);
+    head_backward(r.head, r.targets.data(), loss_scale, access, layout_, cfg_, slice_, dh, ws_, *hooks_, ledger_);
   } else {
     std::memcpy(static_cast<void*>(ws_.d_res), d_out, R * C * sizeof(T));
   }

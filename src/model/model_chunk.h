@@ -59,6 +59,10 @@ class WrappedHooks : public ChunkHooks<T> {
   }
   T* enter_backward(T* d_full, const BlockDims& d) override { return inner_->enter_backward(d_full, d); }
   const T* region_input(const T* x, T* full, const BlockDims& d) override { return inner_->region_input(x, full, d); }
+  void leave_exact(ExactSum* partial, T* y, const BlockDims& d) override { inner_->leave_exact(partial, y, d); }
+  T* enter_backward_exact(ExactSum* d_partial, T* d_full, const BlockDims& d) override {
+    return inner_->enter_backward_exact(d_partial, d_full, d);
+  }
   bool attention_forward(T* out, T* lse, const T* qkv, const BlockDims& d, const Dropout& drop, T* scratch) override {
     return inner_->attention_forward(out, lse, qkv, d, drop, scratch);
   }
@@ -77,6 +81,10 @@ class WrappedHooks : public ChunkHooks<T> {
   void head_input_backward(T* d_full, const BlockDims& d) override { inner_->head_input_backward(d_full, d); }
   void vocab_max(T* x, size_t n) override { inner_->vocab_max(x, n); }
   void vocab_sum(T* x, size_t n) override { inner_->vocab_sum(x, n); }
+  void head_input_backward_exact(ExactSum* d_partial, T* d_full, const BlockDims& d) override {
+    inner_->head_input_backward_exact(d_partial, d_full, d);
+  }
+  void vocab_sum_exact(ExactSum* x, size_t n) override { inner_->vocab_sum_exact(x, n); }
 
  private:
   ChunkHooks<T> identity_;

@@ -8,8 +8,8 @@
 //    "exact_grads"): an all-reduce (DP), a reduce-scatter to the owners (ZeRO-1/2/3), or a reduce-scatter inside
 //    the node and an all-reduce across nodes (hybrid) — merging is associative, so any ring order gives the same
 //    bits — and rounds each element once into the gradient store.
-//  - The gradient norm: every g² of this rank's range into one order-free sum, merged over the shard group and the
-//    stages (purpose "exact_norm").
+//  - The gradient norm: every g² of this rank's range into one order-free sum (a tensor whole on every tp rank on tp
+//    rank 0 only), merged over tp, the shard group and the stages (purpose "exact_norm").
 // What it costs: 32 bytes per parameter for the sums (booked as workspace "exact.grads"), a copy of a unit's
 // gradients per sample while it computes ("exact.sample_grads"), 4× (f64) to 8× (f32) the ring bytes, and no
 // overlap of the gradient sync with backward.
@@ -82,12 +82,18 @@ double DataParallel<T>::exact_grad_norm() {
   if (lo < hi) {
     Buffer<T> values(ledger_, Mem::workspace, hi - lo, alignment_phase<T>(lo), "exact.norm", false);
     g.load(values.data(), lo, hi);
-    for (size_t i = 0; i < hi - lo; ++i) {
-      const double v = static_cast<double>(values.data()[i]);
-      exact_add(s, v * v);
+    const bool replicated_here = !tp_ || tp_->rank() == 0;  // a tensor whole on every tp rank counts once
+    for (const TensorSpec& t : layout_.tensors()) {
+      const size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.numel);
+      if (a >= b || (t.replicated() && !replicated_here)) continue;
+      for (size_t i = a; i < b; ++i) {
+        const double v = static_cast<double>(values.data()[i - lo]);
+        exact_add(s, v * v);
+      }
     }
   }
-  for (Communicator* c : {shard_, pp_}) {  // (hybrid: every node holds the same shards; counted on one)
+  // (hybrid: every node holds the same shards, so the node's ranks count them; the padding holds zeros)
+  for (Communicator* c : {tp_, shard_, pp_}) {
     if (!c || c->size() == 1) continue;
     Communicator::Purpose tag(*c, "exact_norm");
     c->all_reduce(&s, 1);

@@ -89,6 +89,35 @@ void TensorParallelRegions<T>::vocab_sum(T* x, size_t n) {
   tp_all_reduce(tp_, x, n);
 }
 
+// ---- The exact mode: the sums merged over tp (any ring order gives the same bits), rounded once.
+
+template <class T>
+void TensorParallelRegions<T>::leave_exact(ExactSum* partial, T* y, const BlockDims& d) {
+  const size_t n = d.rows() * size_t(d.C);
+  tp_.all_reduce(partial, n);
+  exact_round(y, partial, n);
+}
+
+template <class T>
+T* TensorParallelRegions<T>::enter_backward_exact(ExactSum* d_partial, T* d_full, const BlockDims& d) {
+  const size_t n = d.region_rows() * size_t(d.C);
+  tp_.all_reduce(d_partial, n);
+  exact_round(d_full, d_partial, n);
+  return d_full;
+}
+
+template <class T>
+void TensorParallelRegions<T>::head_input_backward_exact(ExactSum* d_partial, T* d_full, const BlockDims& d) {
+  Communicator::Purpose purpose(tp_, "vocab");
+  enter_backward_exact(d_partial, d_full, d);
+}
+
+template <class T>
+void TensorParallelRegions<T>::vocab_sum_exact(ExactSum* x, size_t n) {
+  Communicator::Purpose purpose(tp_, "vocab");
+  tp_.all_reduce(x, n);
+}
+
 #define SHARDLAB_TP(T) template class TensorParallelRegions<T>;
 SHARDLAB_TP(float)
 SHARDLAB_TP(double)

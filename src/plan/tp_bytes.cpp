@@ -1,6 +1,8 @@
 // plan/tp_bytes.cpp — tensor and sequence parallelism's formulas (see tp_bytes.h).
 #include "plan/tp_bytes.h"
 
+#include "core/exact_sum.h"
+
 #include <algorithm>
 
 namespace shardlab::plan {
@@ -71,13 +73,22 @@ std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64
     v.push_back(
         {std::move(what), std::move(purpose), op, times, payload, ring_sent_elements(op, counts, rank), elem_bytes});
   };
+  // The exact mode's sums (model/linear_exact.h) travel as 32-byte order-free sums instead of the compute type.
+  const u64 sums = s.exact ? sizeof(ExactSum) : s.act_bytes;
   if (s.held.empty() || s.held.back()) {  // the vocabulary-parallel head
     const u64 rows = s.micro_batch * tokens;
-    phase("all-reduces of the parallel cross-entropy's row values (forward: max, Σ exp, target logit)", "vocab",
-          RingOp::all_reduce, A * 3, even_chunks(rows, t), s.act_bytes);
+    if (s.exact) {
+      phase("all-reduces of the parallel cross-entropy's row max and target logit (forward)", "vocab",
+            RingOp::all_reduce, A * 2, even_chunks(rows, t), s.act_bytes);
+      phase("all-reduce of the rows' Σ exp as exact sums (forward)", "vocab", RingOp::all_reduce, A,
+            even_chunks(rows, t), sums);
+    } else {
+      phase("all-reduces of the parallel cross-entropy's row values (forward: max, Σ exp, target logit)", "vocab",
+            RingOp::all_reduce, A * 3, even_chunks(rows, t), s.act_bytes);
+    }
     if (!s.sequence_parallel) {
       phase("all-reduce of the head input's gradient (f, backward)", "vocab", RingOp::all_reduce, A, even_chunks(n, t),
-            s.act_bytes);
+            sums);
     } else {
       const std::vector<u64> shards(t, n / t);
       phase("all-gather of the head's input along s (forward, and again for the weight gradient)", "vocab",
@@ -89,9 +100,11 @@ std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64
   if (!s.sequence_parallel) {
     const std::vector<u64> chunks = even_chunks(n, t);
     phase("all-reduce of the row-parallel partial sums (g, forward: W^O and fc-proj)", "", RingOp::all_reduce,
-          regions * A * (1 + again), chunks, s.act_bytes);
+          regions * A * (1 + again), chunks, sums);
     phase("all-reduce of the region inputs' gradients (f, backward: before LN1 and LN2)", "", RingOp::all_reduce,
-          regions * A, chunks, s.act_bytes);
+          regions * A, chunks, sums);
+    if (s.exact)  // the gradient norm's one exact sum, merged over tp once per step
+      phase("all-reduce of the norm's exact sum", "exact_norm", RingOp::all_reduce, 1, even_chunks(1, t), sums);
     return v;
   }
   const std::vector<u64> shards(t, n / t);

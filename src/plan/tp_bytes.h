@@ -61,6 +61,7 @@ struct TpShape {
   std::uint64_t grad_bytes = 4;  // the gradient store's element (replicated_grads)
   std::vector<bool> held;        // a pipeline stage's units (empty: all; the blocks held set L)
   std::uint64_t cp = 1;          // context-parallel ranks: the regions and the head hold s/c tokens of each sample
+  bool exact = false;            // --exact: the sums travel as 32-byte order-free sums (model/linear_exact.h)
 };
 
 // One kind of tp collective of a step, as one rank sees it.
