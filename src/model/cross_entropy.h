@@ -103,6 +103,14 @@ double vocab_parallel_cross_entropy_forward(T* logits_to_probs, const int32_t* t
   return loss;
 }
 
+// The normal mode's form.
+template <class T, class Max, class Sum, class Counted>
+double vocab_parallel_cross_entropy_forward(T* logits_to_probs, const int32_t* targets, int N, int Vl, int v0, T* stats,
+                                            Max&& reduce_max, Sum&& reduce_sum, Counted&& counted) {
+  return vocab_parallel_cross_entropy_forward(logits_to_probs, targets, N, Vl, v0, stats, reduce_max, reduce_sum,
+                                              counted, static_cast<ExactSum*>(nullptr), [](ExactSum*, size_t) {});
+}
+
 // Vocabulary-parallel backward: the probability slice minus the one-hot where this slice holds the
 // target, scaled — this slice's d_logits, no communication.
 template <class T>
