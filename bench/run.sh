@@ -114,3 +114,13 @@ PY
 )
 awk -v a="$one" -v b="$two" -v w="$shares" 'BEGIN {printf "  1 rank %s tokens/s, ep 2 %s tokens/s: %.2f×; %s\n", a, b, b / a, w}'
 rm -rf "$EPDIR"
+
+echo
+echo "exact mode (--exact): step time against the normal mode, same layout (L4 H256 A4 S128, global batch 16). Target ≤ 2×"
+echo "  (products one sample at a time, every gradient into an order-free 32-byte sum, the sums' rings 4-8× the bytes)"
+for np in 1 2; do
+  run() { if [ "$np" = 1 ]; then build/shardlab train $DPRUN "$@"; else bash scripts/mpirun.sh -np 2 build/shardlab train $DPRUN "$@"; fi; }
+  normal=$(run | sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
+  exact=$(run --exact | sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
+  awk -v n="$normal" -v e="$exact" -v np="$np" 'BEGIN {printf "  %d rank%s: normal %s tokens/s, exact %s tokens/s: %.2f× the step time\n", np, (np > 1 ? "s (dp 2)" : ""), n, e, n / e}'
+done

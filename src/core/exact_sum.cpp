@@ -58,19 +58,17 @@ inline void deposit(ExactSum& acc, double x) {
   else if (j > acc.top)
     raise_top(acc, j);
   const int shift = lsb - (32 * (acc.top - 2) - kBias);  // m's lowest bit relative to the window's; ≤ 43
-  unsigned __int128 w;
-  if (shift >= 0)
-    w = static_cast<unsigned __int128>(m) << shift;
-  else
-    w = -shift < 64 ? m >> -shift : 0;
-  const int64_t b0 = static_cast<int64_t>(static_cast<uint64_t>(w >> 64) & 0xffffffffu),
-                b1 = static_cast<int64_t>(static_cast<uint64_t>(w >> 32) & 0xffffffffu),
-                b2 = static_cast<int64_t>(static_cast<uint64_t>(w) & 0xffffffffu);
-  if (bits >> 63) {
-    acc.bin[0] -= b0, acc.bin[1] -= b1, acc.bin[2] -= b2;
-  } else {
-    acc.bin[0] += b0, acc.bin[1] += b1, acc.bin[2] += b2;
-  }
+  // m · 2^shift, truncated: m placed at bit 64, then shifted right by 64 − shift (< 128 unless every bit drops).
+  const int right = 64 - shift;
+  const unsigned __int128 w = right < 128 ? (static_cast<unsigned __int128>(m) << 64) >> right : 0;
+  const int64_t negate = -static_cast<int64_t>(bits >> 63);  // 0 or −1: (b ^ negate) − negate is ±b, no branch
+  const auto part = [&](int at) {
+    const int64_t b = static_cast<int64_t>(static_cast<uint64_t>(w >> at) & 0xffffffffu);
+    return (b ^ negate) - negate;
+  };
+  acc.bin[0] += part(64);
+  acc.bin[1] += part(32);
+  acc.bin[2] += part(0);
 }
 }  // namespace
 

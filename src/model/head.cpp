@@ -71,7 +71,7 @@ void head_backward(HeadRecord<T>& h, const int32_t* targets, T loss_scale, UnitA
     else
       vocab_parallel_cross_entropy_backward(h.probs.data(), targets, N, Vl, v0, loss_scale);
     const T* in = t == 1 ? use(h.lnf, ws.ln1) : hooks.head_input(use(h.lnf, ws.ln1), ws.full_a, d);
-    exact_detail::Sums<T> s(ledger, N, C, d.split.groups);
+    exact_detail::Sums<T> s(ledger, N, C, d.split.groups, Vl / (V / cfg.heads));
     linear_backward_exact(static_cast<T*>(nullptr), s.sums.data(), s.scratch.data(), G(layout.lm_head),
                           static_cast<T*>(nullptr), h.probs.data(), in, P(layout.lm_head), N, C, Vl, d.split,
                           Chunks{V / cfg.heads, 0});

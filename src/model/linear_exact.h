@@ -24,7 +24,7 @@ struct Chunks {
 
 // Column-parallel (chunks.in = 0): out (N, OC) = in · wᵀ + b, an output chunk at a time.
 // Row-parallel (chunks.in > 0): sums (N, OC) = Σ over input chunks of in[:, i] · w[:, i]ᵀ (no bias: it is added
-// after the merge); scratch: (N / groups, OC).
+// after the merge); scratch: (IC / chunks.in) × (N / groups, OC) — a sample's chunk products, added in one pass.
 template <class T>
 void linear_forward_exact(T* out, ExactSum* sums, T* scratch, const T* in, const T* w, const T* b, int N, int IC,
                           int OC, RowSplit split, Chunks chunks) {
@@ -36,16 +36,17 @@ void linear_forward_exact(T* out, ExactSum* sums, T* scratch, const T* in, const
         gemm(false, true, n, wo, IC, T(1), x, IC, w + size_t(o) * IC, IC, T(0), out + size_t(g) * n * OC + o, OC);
       continue;
     }
-    for (int i = 0; i < IC; i += wi) {
-      gemm(false, true, n, OC, wi, T(1), x + i, IC, w + i, IC, T(0), scratch, OC);
-      exact_add(sums + size_t(g) * n * OC, scratch, size_t(n) * OC);
-    }
+    const size_t block = size_t(n) * OC;
+    for (int i = 0; i < IC; i += wi)
+      gemm(false, true, n, OC, wi, T(1), x + i, IC, w + i, IC, T(0), scratch + (i / wi) * block, OC);
+    exact_add_rows(sums + size_t(g) * block, scratch, block, IC / wi, block);
   }
   if (b && !chunks.in) MatMap<T>(out, N, OC).rowwise() += ConstVecMap<T>(b, OC);
 }
 
 // d_w (OC, IC) += d_outᵀ · in, an (output chunk, input chunk) block at a time; d_b (OC) += Σ_rows d_out.
-// Column-parallel: d_in_sums (N, IC) = Σ over output chunks of d_out[:, o] · w[o, :] (scratch: (N / groups, IC)).
+// Column-parallel: d_in_sums (N, IC) = Σ over output chunks of d_out[:, o] · w[o, :] (scratch: (OC / chunks.out) ×
+// (N / groups, IC)).
 // Row-parallel: d_in (N, IC) = d_out · w, an input chunk at a time. d_in, d_in_sums, d_b may be null.
 template <class T>
 void linear_backward_exact(T* d_in, ExactSum* d_in_sums, T* scratch, T* d_w, T* d_b, const T* d_out, const T* in,
@@ -55,10 +56,10 @@ void linear_backward_exact(T* d_in, ExactSum* d_in_sums, T* scratch, T* d_w, T* 
     const T* dy = d_out + size_t(g) * n * OC;
     const T* x = in + size_t(g) * n * IC;
     if (d_in_sums) {
-      for (int o = 0; o < OC; o += wo) {
-        gemm(false, false, n, IC, wo, T(1), dy + o, OC, w + size_t(o) * IC, IC, T(0), scratch, IC);
-        exact_add(d_in_sums + size_t(g) * n * IC, scratch, size_t(n) * IC);
-      }
+      const size_t block = size_t(n) * IC;
+      for (int o = 0; o < OC; o += wo)
+        gemm(false, false, n, IC, wo, T(1), dy + o, OC, w + size_t(o) * IC, IC, T(0), scratch + (o / wo) * block, IC);
+      exact_add_rows(d_in_sums + size_t(g) * block, scratch, block, OC / wo, block);
     } else if (d_in) {
       for (int i = 0; i < IC; i += wi)
         gemm(false, false, n, wi, OC, T(1), dy, OC, w + i, IC, T(0), d_in + size_t(g) * n * IC + i, IC);

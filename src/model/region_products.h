@@ -17,12 +17,12 @@ namespace shardlab {
 
 namespace exact_detail {
 template <class T>
-struct Sums {  // order-free sums of (rows, cols) and one group's product scratch
+struct Sums {  // order-free sums of (rows, cols) and one group's chunk products
   Buffer<ExactSum> sums;
   Buffer<T> scratch;
-  Sums(MemoryLedger& ledger, int rows, int cols, int groups)
+  Sums(MemoryLedger& ledger, int rows, int cols, int groups, int chunks)
       : sums(ledger, Mem::workspace, size_t(rows) * cols, 0, "exact.sums", false),
-        scratch(ledger, Mem::workspace, size_t(rows / groups) * cols, 0, "exact.scratch", false) {
+        scratch(ledger, Mem::workspace, size_t(rows / groups) * cols * chunks, 0, "exact.scratch", false) {
     std::fill(sums.data(), sums.data() + size_t(rows) * cols, ExactSum{});
   }
 };
@@ -47,7 +47,7 @@ void row_forward_leave(T* partial, T* y, const T* in, const T* w, int N, int IC,
     hooks.leave(partial, y, d);
     return;
   }
-  exact_detail::Sums<T> s(ledger, N, C, d.split.groups);
+  exact_detail::Sums<T> s(ledger, N, C, d.split.groups, IC / chunk);
   linear_forward_exact(static_cast<T*>(nullptr), s.sums.data(), s.scratch.data(), in, w, static_cast<const T*>(nullptr),
                        N, IC, C, d.split, Chunks{0, chunk});
   hooks.leave_exact(s.sums.data(), y, d);
@@ -71,7 +71,7 @@ T* column_backward_enter(T* d_in, T* d_w, T* d_b, const T* d_out, const T* in, c
     linear_backward(d_in, d_w, d_b, d_out, in, w, N, IC, OC, d.split);
     return hooks.enter_backward(d_in, d);
   }
-  exact_detail::Sums<T> s(ledger, N, IC, d.split.groups);
+  exact_detail::Sums<T> s(ledger, N, IC, d.split.groups, OC / chunk);
   linear_backward_exact(static_cast<T*>(nullptr), s.sums.data(), s.scratch.data(), d_w, d_b, d_out, in, w, N, IC, OC,
                         d.split, Chunks{chunk, 0});
   return hooks.enter_backward_exact(s.sums.data(), d_in, d);
