@@ -57,10 +57,14 @@ inline void deposit(ExactSum& acc, double x) {
     acc.top = j;
   else if (j > acc.top)
     raise_top(acc, j);
-  const int shift = lsb - (32 * (acc.top - 2) - kBias);  // m's lowest bit relative to the window's; ≤ 43
-  // m · 2^shift, truncated: m placed at bit 64, then shifted right by 64 − shift (< 128 unless every bit drops).
+  // m · 2^shift in units of the window's lowest bit, truncated: m placed at bit 64, then shifted right by 64 − shift
+  // (every bit drops when that is 128 or more). shift ≤ 43, except near the bottom of the range, where bin 0 is the
+  // lowest and the window reaches below the smallest subnormal (up to 78: a plain left shift then).
+  const int shift = lsb - (32 * (acc.top - 2) - kBias);
   const int right = 64 - shift;
-  const unsigned __int128 w = right < 128 ? (static_cast<unsigned __int128>(m) << 64) >> right : 0;
+  const unsigned __int128 w = right <= 0    ? static_cast<unsigned __int128>(m) << shift
+                              : right < 128 ? (static_cast<unsigned __int128>(m) << 64) >> right
+                                            : 0;
   const int64_t negate = -static_cast<int64_t>(bits >> 63);  // 0 or −1: (b ^ negate) − negate is ±b, no branch
   const auto part = [&](int at) {
     const int64_t b = static_cast<int64_t>(static_cast<uint64_t>(w >> at) & 0xffffffffu);

@@ -208,6 +208,7 @@ void print_c8(std::ostream& out, const Recipe& r, u64 psi, const Layout& l, cons
   const u64 bg = bytes_per_param(r)[Mem::grad];
   Layout dp = l;
   dp.strategy = Strategy::dp;
+  dp.exact = false;  // claim C8 is about the normal mode's gradients ("exact" below: the formula, not --exact)
   const u64 exact = comm_total(r, psi, dp), limit = 2 * psi * bg;
   const Unit u = unit_for(limit);
   out << "DP's gradient all-reduce, exact at this N versus the N → ∞ value (claim C8)\n";
