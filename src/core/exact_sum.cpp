@@ -99,15 +99,43 @@ void exact_merge(ExactSum& acc, const ExactSum& other) {
 }
 
 namespace {
+// x · 2^e (the same result as std::ldexp, faster: one multiplication by 2^e when 2^e is a normal number of T).
+inline double scaled(double x, int e) {
+  if (e < -1022 || e > 1023) return std::ldexp(x, e);
+  const uint64_t bits = static_cast<uint64_t>(e + 1023) << 52;
+  double p;
+  std::memcpy(&p, &bits, sizeof p);
+  return x * p;
+}
+inline float scaled(float x, int e) {
+  if (e < -126 || e > 127) return std::ldexp(x, e);
+  const uint32_t bits = static_cast<uint32_t>(e + 127) << 23;
+  float p;
+  std::memcpy(&p, &bits, sizeof p);
+  return x * p;
+}
+
 template <class T>
 T value_of(const ExactSum& s) {
   if (s.top == ExactSum::kNotFinite) return std::numeric_limits<T>::quiet_NaN();
   if (s.top == ExactSum::kEmpty) return T(0);
-  // |bin| < 2^62, so the sum below stays under 2^127: one int128, converted (rounded to nearest) once. The bins
-  // are scaled by multiplying: a left shift of a negative value is undefined before C++20.
+  // |bin| < 2^62, so the sum below stays under 2^127: one int128 (the bins scaled by multiplying: a left shift of a
+  // negative value is undefined before C++20).
   const __int128 v = static_cast<__int128>(s.bin[0]) * (static_cast<__int128>(1) << 64) +
-                     static_cast<__int128>(s.bin[1]) * (int64_t{1} << 32) + s.bin[2];
-  return std::ldexp(static_cast<T>(v), 32 * (s.top - 2) - kBias);
+                     static_cast<__int128>(s.bin[1]) * (static_cast<__int128>(1) << 32) + s.bin[2];
+  if (v == 0) return T(0);
+  // Rounded once: its leading 64 bits, with every bit below them folded into the lowest one (sticky), convert to T
+  // with the same round-to-nearest-even as the whole 128-bit value (T keeps at most 53 of the 64 bits).
+  const unsigned __int128 a = v < 0 ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+  const uint64_t high = static_cast<uint64_t>(a >> 64);
+  int drop = 0;
+  uint64_t lead = static_cast<uint64_t>(a);
+  if (high != 0) {
+    drop = 64 - __builtin_clzll(high);  // bits below the leading 64
+    lead = static_cast<uint64_t>(a >> drop) | ((a & ((static_cast<unsigned __int128>(1) << drop) - 1)) != 0);
+  }
+  const T r = scaled(static_cast<T>(lead), drop + 32 * (s.top - 2) - kBias);
+  return v < 0 ? -r : r;
 }
 }  // namespace
 

@@ -225,7 +225,7 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
     }
   }
   T* d_ln1 = column_backward_enter(ws.d_ln, g.qkv_w, g.qkv_b, ws.d_qkv, hooks.region_input(ln1, ws.full_a, d), w.qkv_w,
-                                   N, C, 3 * CL, d, d.HD, hooks, ledger);
+                                   N, C, 3 * CL, d, d.HD, hooks, ledger, 3);
   layernorm_backward(ws.d_res, g.ln1_w, g.ln1_b, d_ln1, x, w.ln1_w, rec.ln1_mean.data(), rec.ln1_rstd.data(), R, C,
                      d.split);  // ws.d_res = d(x)
   rec.release_all_but_input();
