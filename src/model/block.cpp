@@ -120,7 +120,7 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
   keep(rec.ln1, ln1);
   const T* h1 = hooks.enter(ln1, ws.full_a, d);
   T* qkv = produce(rec.qkv, ws.qkv);
-  column_forward(qkv, h1, w.qkv_w, w.qkv_b, N, C, 3 * CL, d.split, d.HD);
+  column_forward(qkv, h1, w.qkv_w, w.qkv_b, N, C, 3 * CL, d.split, 3 * d.HD);  // a head's q, k, v: one chunk
   keep(rec.qkv, qkv);
   T* atty = produce(rec.atty, ws.atty);
   const AttentionDims ad{B, d.T, CL, d.NH};
@@ -225,7 +225,7 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
     }
   }
   T* d_ln1 = column_backward_enter(ws.d_ln, g.qkv_w, g.qkv_b, ws.d_qkv, hooks.region_input(ln1, ws.full_a, d), w.qkv_w,
-                                   N, C, 3 * CL, d, d.HD, hooks, ledger, 3);
+                                   N, C, 3 * CL, d, 3 * d.HD, hooks, ledger);
   layernorm_backward(ws.d_res, g.ln1_w, g.ln1_b, d_ln1, x, w.ln1_w, rec.ln1_mean.data(), rec.ln1_rstd.data(), R, C,
                      d.split);  // ws.d_res = d(x)
   rec.release_all_but_input();

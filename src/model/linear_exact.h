@@ -1,7 +1,8 @@
 // The exact mode's linear layer (--exact; linear.h is the normal one): every product cut into blocks whose shapes no
 // layout changes — a sample's rows × a chunk of output features × a chunk of input features — and every sum that
 // crosses chunks kept order-free (core/exact_sum.h). The chunk widths come from the model, not from the layout (a
-// head's width for QKV and W^O, 4C/heads for the MLP, V/heads for the LM head), so tensor parallelism only decides
+// head's q, k and v for QKV — the layout keeps them together — a head's width for W^O, 4C/heads for the MLP,
+// V/heads for the LM head), so tensor parallelism only decides
 // which chunks a rank holds: a BLAS kernel may round an element differently when the call around it has other rows,
 // columns or depth, but the same block always gives the same bits.
 //   column-parallel layers (QKV, fc, LM head) split their outputs:  chunks.out = width, chunks.in = 0
@@ -20,9 +21,6 @@ namespace shardlab {
 
 struct Chunks {
   int out = 0, in = 0;  // chunk widths of the output and input features (0: one chunk)
-  // The input gradient's chunks of a column-parallel layer: `pieces` output chunks OC/pieces apart, summed in that
-  // order into one product before it joins the order-free sum (QKV: a head's q, k and v).
-  int pieces = 1;
 };
 
 // Column-parallel (chunks.in = 0): out (N, OC) = in · wᵀ + b, an output chunk at a time.
@@ -60,14 +58,9 @@ void linear_backward_exact(T* d_in, ExactSum* d_in_sums, T* scratch, T* d_w, T* 
     const T* x = in + size_t(g) * n * IC;
     if (d_in_sums) {
       const size_t block = size_t(n) * IC;
-      const int apart = OC / chunks.pieces, count = apart / wo;
-      for (int c = 0; c < count; ++c)
-        for (int p = 0; p < chunks.pieces; ++p) {
-          const int o = p * apart + c * wo;
-          gemm(false, false, n, IC, wo, T(1), dy + o, OC, w + size_t(o) * IC, IC, T(p ? 1 : 0), scratch + c * block,
-               IC);
-        }
-      exact_add_rows(d_in_sums + size_t(g) * block, scratch, block, count, block);
+      for (int o = 0; o < OC; o += wo)
+        gemm(false, false, n, IC, wo, T(1), dy + o, OC, w + size_t(o) * IC, IC, T(0), scratch + (o / wo) * block, IC);
+      exact_add_rows(d_in_sums + size_t(g) * block, scratch, block, OC / wo, block);
     } else if (d_in) {
       for (int i = 0; i < IC; i += wi)
         gemm(false, false, n, wi, OC, T(1), dy, OC, w + i, IC, T(0), d_in + size_t(g) * n * IC + i, IC);

@@ -64,17 +64,16 @@ void row_backward(T* d_in, T* d_w, T* d_b, const T* d_out, const T* in, const T*
 }
 
 // Returns where the summed input gradient is (the hooks decide: in place in d_in, normally).
-// pieces: see Chunks (QKV: 3).
 template <class T>
 T* column_backward_enter(T* d_in, T* d_w, T* d_b, const T* d_out, const T* in, const T* w, int N, int IC, int OC,
-                         const BlockDims& d, int chunk, RegionHooks<T>& hooks, MemoryLedger& ledger, int pieces = 1) {
+                         const BlockDims& d, int chunk, RegionHooks<T>& hooks, MemoryLedger& ledger) {
   if (!d.split.exact) {
     linear_backward(d_in, d_w, d_b, d_out, in, w, N, IC, OC, d.split);
     return hooks.enter_backward(d_in, d);
   }
-  exact_detail::Sums<T> s(ledger, N, IC, d.split.groups, OC / chunk / pieces);
+  exact_detail::Sums<T> s(ledger, N, IC, d.split.groups, OC / chunk);
   linear_backward_exact(static_cast<T*>(nullptr), s.sums.data(), s.scratch.data(), d_w, d_b, d_out, in, w, N, IC, OC,
-                        d.split, Chunks{chunk, 0, pieces});
+                        d.split, Chunks{chunk, 0});
   return hooks.enter_backward_exact(s.sums.data(), d_in, d);
 }
 

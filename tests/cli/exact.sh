@@ -48,6 +48,10 @@ exact "pp 2 interleaved, 4 layers" 2 one12_l4 --global-batch 12 --micro-batch 3 
   --virtual-stages 2 --layers 4
 exact "dp 2 × pp 2, ZeRO-1" 4 one12 --global-batch 12 --micro-batch 2 --pp 2 --zero 1
 exact "tp 2" 2 one12 --global-batch 12 --micro-batch 3 --tp 2
+run "setup: 2 heads, one micro-batch of 12" 1 "$D/one12_h2" --exact --global-batch 12 --micro-batch 12 --heads 2 \
+  --attention flash
+exact "tp 2, a head per rank, flash attention" 2 one12_h2 --global-batch 12 --micro-batch 6 --tp 2 --heads 2 \
+  --attention flash
 exact "tp 4" 4 one12 --global-batch 12 --micro-batch 4 --tp 4
 exact "dp 2 × tp 2, ZeRO-2" 4 one12 --global-batch 12 --micro-batch 2 --tp 2 --zero 2
 exact "3D: dp 2 × tp 2 × pp 2" 8 one12_l4 --global-batch 12 --micro-batch 3 --tp 2 --pp 2 --layers 4
