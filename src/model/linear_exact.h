@@ -69,7 +69,11 @@ void linear_backward_exact(T* d_in, ExactSum* d_in_sums, T* scratch, T* d_w, T* 
     for (int o = 0; o < OC; o += wo)
       for (int i = 0; i < IC; i += wi)
         gemm(true, false, wo, wi, n, T(1), dy + o, OC, x + i, IC, T(1), dw + size_t(o) * IC + i, IC);
-    if (d_b) VecMap<T>(split.grad_of(d_b, g), OC) += ConstMatMap<T>(dy, n, OC).colwise().sum();
+    if (d_b) {  // row by row: each column's sum in row order, whatever OC is (Eigen's colwise sum is not)
+      T* db = split.grad_of(d_b, g);
+      for (int r = 0; r < n; ++r)
+        for (int c = 0; c < OC; ++c) db[c] += dy[size_t(r) * OC + c];
+    }
   }
 }
 
