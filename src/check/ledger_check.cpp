@@ -299,7 +299,7 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
       t.cp = c.cp;
       t.exact = c.layout.exact;
       const ShardLayout& g = sharding;
-      const bool whole = c.layout.strategy == Strategy::dp;
+      const bool whole = c.layout.strategy == Strategy::dp || c.layout.exact;  // exact: merged before the dp sums
       const u64 member = c.layout.strategy == Strategy::hybrid ? rc.grad_member % g.group : rc.grad_member;
       const u64 lo = whole ? 0 : member * g.shard(), hi = whole ? g.padded() : lo + g.shard();
       rc.tp.phases = tp_step_phases(t, rc.tp_rank, lo, hi);

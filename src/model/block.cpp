@@ -68,15 +68,19 @@ void mlp_forward(BlockRecord<T>& rec, T* out, const T* ln2, const BlockTensors<c
 // The dense MLP's backward from its output's gradient (R, C): returns where d(ln2) is (R rows, in place in ws.d_ln).
 template <class T>
 T* mlp_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockRecord<T>& rec, const T* d_mlp_out,
-                const T* ln2, const BlockDims& d, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger) {
+                const T* ln2, const BlockDims& d, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger,
+                const BlockTensors<ExactSum*>* sums) {
   const int C = d.C, F = d.F;
   const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
   const T* fc = use(rec.fc, ws.fc);
   const T* gelu = use(rec.gelu, ws.gelu);
   const T* dy2 = hooks.leave_backward(d_mlp_out, ws.full_b, d);
-  row_backward(ws.d_gelu, g.fcproj_w, N == R ? g.fcproj_b : static_cast<T*>(nullptr), dy2, gelu, w.fcproj_w, N, F, C,
-               d.split, d.mlp_chunk());
-  if (N != R) bias_backward(g.fcproj_b, d_mlp_out, R, C, d.split);
+  row_backward(ws.d_gelu, g.fcproj_w, N == R && !sums ? g.fcproj_b : static_cast<T*>(nullptr), dy2, gelu, w.fcproj_w, N,
+               F, C, d.split, d.mlp_chunk());
+  if (sums)
+    bias_backward_exact(sums->fcproj_b, d_mlp_out, R, C);
+  else if (N != R)
+    bias_backward(g.fcproj_b, d_mlp_out, R, C, d.split);
   gelu_backward(ws.d_fc, ws.d_gelu, fc, static_cast<size_t>(N) * F);
   return column_backward_enter(ws.d_ln, g.fc_w, g.fc_b, ws.d_fc, hooks.region_input(ln2, ws.full_a, d), w.fc_w, N, C, F,
                                d, d.mlp_chunk(), hooks, ledger);
@@ -162,7 +166,8 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
 
 template <class T>
 void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockRecord<T>& rec, const BlockDims& d,
-                    const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger) {
+                    const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger,
+                    const BlockTensors<ExactSum*>* sums) {
   const int B = d.B, C = d.C, CL = d.CL();
   const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
   const size_t RC = static_cast<size_t>(R) * C;
@@ -197,17 +202,21 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
     moe_backward(d_ln2, g.moe, d_mlp_out, rec.moe, ln2, w.moe, d.moe(), T(run.aux_weight), T(run.z_weight), hooks,
                  ledger);
   else
-    d_ln2 = mlp_backward(g, w, rec, d_mlp_out, ln2, d, ws, hooks, ledger);
+    d_ln2 = mlp_backward(g, w, rec, d_mlp_out, ln2, d, ws, hooks, ledger, sums);
   layernorm_backward(ws.d_res, g.ln2_w, g.ln2_b, d_ln2, resid_mid, w.ln2_w, rec.ln2_mean.data(), rec.ln2_rstd.data(), R,
-                     C, d.split);  // ws.d_res = d(resid_mid)
+                     C, d.split, sums ? sums->ln2_w : nullptr,
+                     sums ? sums->ln2_b : nullptr);  // ws.d_res = d(resid_mid)
 
   // Attention branch.
   const T* d_proj_out = through_dropout(drop.proj);
   const T* dy1 = hooks.leave_backward(d_proj_out, ws.full_b, d);
   T* d_atty = ws.d_fc;  // reuse: (N, CL) fits in (N, F)
-  row_backward(d_atty, g.proj_w, N == R ? g.proj_b : static_cast<T*>(nullptr), dy1, atty, w.proj_w, N, CL, C, d.split,
-               d.HD);
-  if (N != R) bias_backward(g.proj_b, d_proj_out, R, C, d.split);
+  row_backward(d_atty, g.proj_w, N == R && !sums ? g.proj_b : static_cast<T*>(nullptr), dy1, atty, w.proj_w, N, CL, C,
+               d.split, d.HD);
+  if (sums)
+    bias_backward_exact(sums->proj_b, d_proj_out, R, C);
+  else if (N != R)
+    bias_backward(g.proj_b, d_proj_out, R, C, d.split);
   const AttentionDims ad{B, d.T, CL, d.NH};
   {
     AttentionFlops attention_flops;
@@ -227,7 +236,7 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
   T* d_ln1 = column_backward_enter(ws.d_ln, g.qkv_w, g.qkv_b, ws.d_qkv, hooks.region_input(ln1, ws.full_a, d), w.qkv_w,
                                    N, C, 3 * CL, d, 3 * d.HD, hooks, ledger);
   layernorm_backward(ws.d_res, g.ln1_w, g.ln1_b, d_ln1, x, w.ln1_w, rec.ln1_mean.data(), rec.ln1_rstd.data(), R, C,
-                     d.split);  // ws.d_res = d(x)
+                     d.split, sums ? sums->ln1_w : nullptr, sums ? sums->ln1_b : nullptr);  // ws.d_res = d(x)
   rec.release_all_but_input();
   rec.x.release();
 }
@@ -237,7 +246,8 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
   template void block_forward<T>(BlockRecord<T>&, T*, const BlockTensors<const T*>&, const BlockDims&,                 \
                                  const BlockRun&, BlockScratch<T>&, RegionHooks<T>&, MemoryLedger&);                   \
   template void block_backward<T>(BlockTensors<T*>&, const BlockTensors<const T*>&, BlockRecord<T>&, const BlockDims&, \
-                                  const BlockRun&, BlockScratch<T>&, RegionHooks<T>&, MemoryLedger&);
+                                  const BlockRun&, BlockScratch<T>&, RegionHooks<T>&, MemoryLedger&,                   \
+                                  const BlockTensors<ExactSum*>*);
 SHARDLAB_BLOCK(float)
 SHARDLAB_BLOCK(double)
 #undef SHARDLAB_BLOCK

@@ -209,8 +209,11 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
 
 // Backward: ws.d_res holds d(out) on entry and d(x) on return; gradients accumulate into g. Full
 // recompute re-runs the forward first (re-allocating the record); the record is released at the end.
+// sums (the exact mode, else null): the unit's order-free gradient sums, where the tensors whole on every tp rank
+// (LayerNorms, the row-parallel biases) add each row's contribution (model/linear_exact.h).
 template <class T>
 void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockRecord<T>& rec, const BlockDims& d,
-                    const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger);
+                    const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger,
+                    const BlockTensors<ExactSum*>* sums = nullptr);
 
 }  // namespace shardlab

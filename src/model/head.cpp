@@ -89,8 +89,11 @@ void head_backward(HeadRecord<T>& h, const int32_t* targets, T loss_scale, UnitA
     hooks.head_input_backward(ws.d_ln, d);
   }
   std::memset(static_cast<void*>(ws.d_res), 0, R * C * sizeof(T));
+  ExactSum* sums = access.exact_sums(unit);  // the exact mode: the final LayerNorm's rows, order-free
+  auto X = [&](size_t offset) { return sums ? sums + (offset - layout.unit_begin(unit)) : nullptr; };
   layernorm_backward(ws.d_res, G(layout.lnf_w), G(layout.lnf_b), ws.d_ln, use(h.x, ws.x), P(layout.lnf_w),
-                     h.lnf_mean.data(), h.lnf_rstd.data(), static_cast<int>(R), C, d.split);
+                     h.lnf_mean.data(), h.lnf_rstd.data(), static_cast<int>(R), C, d.split, X(layout.lnf_w),
+                     X(layout.lnf_b));
   access.params_done(unit, true);
   access.grads_done(unit);
   h = HeadRecord<T>();

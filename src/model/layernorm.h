@@ -1,13 +1,16 @@
 // LayerNorm over the last dimension as a forward/backward pair (rows vectorised by Eigen):
 //   y = (x - mean) · rstd · w + b,   rstd = 1 / sqrt(var + 1e-5)   (biased variance, as PyTorch).
 // Forward keeps mean and rstd (N) for the backward. Backward ACCUMULATES into d_in, d_w, d_b (row n's into its
-// sample's d_w, d_b with a per-sample split, row_split.h)
+// sample's d_w, d_b with a per-sample split, row_split.h; in the exact mode with sums_w, sums_b, each row's
+// contribution into those order-free sums instead: a LayerNorm is whole on every tp rank, which may hold only some
+// of a sample's rows)
 // (d_in accumulating is what lets the residual stream's gradient pass straight through).
 #pragma once
 #include <cmath>
 
 #include <Eigen/Core>
 
+#include "core/exact_sum.h"
 #include "model/row_split.h"
 
 namespace shardlab {
@@ -32,10 +35,11 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* in, const T* w, const 
 // With xhat = (x - mean)·rstd and g = d_out·w:  d_in += rstd · (g - mean(g) - xhat · mean(g·xhat)).
 template <class T>
 void layernorm_backward(T* d_in, T* d_w, T* d_b, const T* d_out, const T* in, const T* w, const T* mean, const T* rstd,
-                        int N, int C, RowSplit split = {}) {
+                        int N, int C, RowSplit split = {}, ExactSum* sums_w = nullptr, ExactSum* sums_b = nullptr) {
   using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   ConstRow wv(w, C);
+  Eigen::Array<T, Eigen::Dynamic, 1> contribution(sums_w ? C : 0);
   for (int n = 0; n < N; ++n) {
     const int group = split.group_of(size_t(n), size_t(N));  // whose gradients row n adds to
     Row dw(split.grad_of(d_w, group), C), db(split.grad_of(d_b, group), C);
@@ -43,8 +47,14 @@ void layernorm_backward(T* d_in, T* d_w, T* d_b, const T* d_out, const T* in, co
     const T m = mean[n], s = rstd[n];
     const T g_mean = (dy * wv).sum() / T(C);
     const T gx_mean = (dy * wv * (x - m) * s).sum() / T(C);
-    db += dy;
-    dw += dy * (x - m) * s;
+    if (sums_w) {  // the exact mode: each row's contribution goes into the order-free sums as it is
+      contribution = dy * (x - m) * s;
+      exact_add(sums_w, contribution.data(), size_t(C));
+      exact_add(sums_b, dy.data(), size_t(C));
+    } else {
+      db += dy;
+      dw += dy * (x - m) * s;
+    }
     Row(d_in + static_cast<size_t>(n) * C, C) += s * (dy * wv - g_mean - (x - m) * s * gx_mean);
   }
 }

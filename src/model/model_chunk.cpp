@@ -192,9 +192,12 @@ void ModelChunk<T>::backward(int mb_id, UnitAccess<T>& access, T loss_scale, con
     BlockDims d = dims(B, l);
     d.split = access.split(unit, B);  // before grads(): the exact mode's per-sample gradients
     auto g = BlockTensors<T*>::at(access.grads(unit), layout_.unit_begin(unit), layout_.blocks[l]);
+    ExactSum* unit_sums = access.exact_sums(unit);  // the exact mode: the tensors whole on every tp rank, per row
+    BlockTensors<ExactSum*> sums{};
+    if (unit_sums) sums = BlockTensors<ExactSum*>::at(unit_sums, layout_.unit_begin(unit), layout_.blocks[l]);
     {
       FlopPhase phase(Flop::block_backward);
-      block_backward(g, w, r.blocks[i], d, run, ws_, *hooks_, ledger_);
+      block_backward(g, w, r.blocks[i], d, run, ws_, *hooks_, ledger_, unit_sums ? &sums : nullptr);
     }
     done(unit);
   }
@@ -202,8 +205,11 @@ void ModelChunk<T>::backward(int mb_id, UnitAccess<T>& access, T loss_scale, con
     access.params(0, true);  // the embedding's backward reads no weights, but a unit is gathered for it all the same
     const RowSplit split = access.split(0, B);
     UnitPtr<T*> G{access.grads(0), layout_.unit_begin(0)};
+    ExactSum* sums = access.exact_sums(0);
+    UnitPtr<ExactSum*> X{sums, layout_.unit_begin(0)};
     embedding_backward(G(layout_.tok_emb), G(layout_.pos_emb), ws_.d_res, r.inputs.data(), B, d0.T_ctx, C, d0.first_row,
-                       d0.T_local, d0.pos, split);
+                       d0.T_local, d0.pos, split, sums ? X(layout_.tok_emb) : nullptr,
+                       sums ? X(layout_.pos_emb) : nullptr);
     done(0);
   } else {
     std::memcpy(static_cast<void*>(d_in), ws_.d_res, R * C * sizeof(T));

@@ -4,6 +4,7 @@
 // backward in reverse; each *_done call says the unit is finished with. A layout decides where weights
 // live: one flat buffer (single process, DP), or gathered just in time and freed (ZeRO-3/FSDP).
 #pragma once
+#include "core/exact_sum.h"
 #include "model/param_layout.h"
 #include "model/row_split.h"
 
@@ -21,6 +22,9 @@ class UnitAccess {
   // sample g's gradients of unit u go to grads(u) + g·grad_stride(u). Called before a micro-batch's forward and
   // backward. Default: one product for all rows, every sample into one copy.
   virtual RowSplit split(int unit, int samples) { return {}; }
+  // The exact mode: unit u's order-free gradient sums (element o at [o − layout.unit_begin(u)]), where the tensors
+  // whole on every tp rank add each token's contribution directly. Null otherwise.
+  virtual ExactSum* exact_sums(int unit) { return nullptr; }
 };
 
 // The simplest layout: everything in two flat buffers.

@@ -77,6 +77,7 @@ class DataParallel : public UnitAccess<T> {
   T* grads(int unit) override;
   void grads_done(int unit) override;
   RowSplit split(int unit, int samples) override;  // the exact mode: one sample at a time (exact_grads.cpp)
+  ExactSum* exact_sums(int unit) override { return exact_ ? exact_sums_.data() + comm_lo(unit) : nullptr; }
 
  private:
   struct Bucket {

@@ -8,6 +8,9 @@
 //    "exact_grads"): an all-reduce (DP), a reduce-scatter to the owners (ZeRO-1/2/3), or a reduce-scatter inside
 //    the node and an all-reduce across nodes (hybrid) — merging is associative, so any ring order gives the same
 //    bits — and rounds each element once into the gradient store.
+//  - The tensors whole on every tp rank (LayerNorms, the row-parallel biases, the embeddings) take each row's
+//    contribution into the sums directly (model/linear_exact.h): with sequence parallelism a rank holds only some of
+//    a sample's rows, so these sums are merged over tp first (purpose "replicated_grads").
 //  - The gradient norm: every g² of this rank's range into one order-free sum (a tensor whole on every tp rank on tp
 //    rank 0 only), merged over tp, the shard group and the stages (purpose "exact_norm").
 // What it costs: 32 bytes per parameter for the sums (booked as workspace "exact.grads"), a copy of a unit's
@@ -15,6 +18,8 @@
 // overlap of the gradient sync with backward.
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "parallel/data_parallel.h"
 
@@ -52,8 +57,21 @@ void DataParallel<T>::exact_unit_done(int unit) {
 
 template <class T>
 void DataParallel<T>::finish_exact_gradients() {
-  Communicator::Purpose tag(*shard_, "exact_grads");
   ExactSum* sums = exact_sums_.data();
+  if (sequence_parallel_) {  // each tp rank added only its rows' share of the tensors whole on every tp rank
+    std::vector<std::pair<size_t, size_t>> runs;
+    size_t n = 0;
+    for (const TensorSpec& t : layout_.tensors())
+      if (t.replicated() && t.numel) runs.push_back({t.offset, t.offset + t.numel}), n += t.numel;
+    Buffer<ExactSum> packed(ledger_, Mem::workspace, n, 0, "exact.replicated", false);
+    size_t at = 0;
+    for (auto [a, b] : runs) at = std::copy(sums + a, sums + b, packed.data() + at) - packed.data();
+    Communicator::Purpose tag(*tp_, "replicated_grads");
+    tp_->all_reduce(packed.data(), n);
+    at = 0;
+    for (auto [a, b] : runs) std::copy(packed.data() + at, packed.data() + at + (b - a), sums + a), at += b - a;
+  }
+  Communicator::Purpose tag(*shard_, "exact_grads");
   const size_t padded = shards_.padded();
   if (shard_->size() == 1) {  // one process (or a group of one): nothing to combine
   } else if (strategy_ == Strategy::dp) {

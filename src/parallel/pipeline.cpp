@@ -32,6 +32,7 @@ class PipelineStage<T>::Progressing : public UnitAccess<T> {
   }
   T* grads(int unit) override { return inner_.grads(unit); }
   RowSplit split(int unit, int samples) override { return inner_.split(unit, samples); }
+  ExactSum* exact_sums(int unit) override { return inner_.exact_sums(unit); }
   void grads_done(int unit) override {
     inner_.grads_done(unit);
     stage_.drop_sent();

@@ -11,7 +11,7 @@ namespace shardlab {
 template <class T>
 TensorParallelRegions<T>::TensorParallelRegions(Communicator& tp, bool sequence_parallel, size_t capacity_rows, int C,
                                                 MemoryLedger& ledger)
-    : tp_(tp), sp_(sequence_parallel) {
+    : tp_(tp), sp_(sequence_parallel), ledger_(ledger) {
   if (sp_) packed_ = Buffer<T>(ledger, Mem::workspace, capacity_rows * C);
 }
 
@@ -92,17 +92,25 @@ void TensorParallelRegions<T>::vocab_sum(T* x, size_t n) {
 // ---- The exact mode: the sums merged over tp (any ring order gives the same bits), rounded once.
 
 template <class T>
+void TensorParallelRegions<T>::merge_exact(ExactSum* sums, const BlockDims& d) {
+  if (!sp_) {
+    tp_.all_reduce(sums, d.region_rows() * size_t(d.C));
+    return;
+  }
+  Buffer<ExactSum> packed(ledger_, Mem::workspace, d.region_rows() * size_t(d.C), 0, "exact.packed", false);
+  sequence_reduce_scatter(tp_, sums, sums, packed.data(), d.B, d.T_local, d.C);
+}
+
+template <class T>
 void TensorParallelRegions<T>::leave_exact(ExactSum* partial, T* y, const BlockDims& d) {
-  const size_t n = d.rows() * size_t(d.C);
-  tp_.all_reduce(partial, n);
-  exact_round(y, partial, n);
+  merge_exact(partial, d);
+  exact_round(y, partial, d.rows() * size_t(d.C));
 }
 
 template <class T>
 T* TensorParallelRegions<T>::enter_backward_exact(ExactSum* d_partial, T* d_full, const BlockDims& d) {
-  const size_t n = d.region_rows() * size_t(d.C);
-  tp_.all_reduce(d_partial, n);
-  exact_round(d_full, d_partial, n);
+  merge_exact(d_partial, d);
+  exact_round(d_full, d_partial, (sp_ ? d.rows() : d.region_rows()) * size_t(d.C));
   return d_full;
 }
 

@@ -44,17 +44,20 @@ class TensorParallelRegions : public ChunkHooks<T> {
   void head_input_backward(T* d_full, const BlockDims& d) override;
   void vocab_max(T* x, size_t n) override;
   void vocab_sum(T* x, size_t n) override;
-  // The exact mode (model/linear_exact.h): the same sums as order-free ExactSums, all-reduced over tp (32 bytes an
-  // element) and rounded once. Not with sequence parallelism yet (validation refuses it).
+  // The exact mode (model/linear_exact.h): the same sums as order-free ExactSums (32 bytes an element), all-reduced
+  // over tp — with SP reduce-scattered along s, packed as the normal mode packs them — and rounded once.
   void leave_exact(ExactSum* partial, T* y, const BlockDims& d) override;
   T* enter_backward_exact(ExactSum* d_partial, T* d_full, const BlockDims& d) override;
   void head_input_backward_exact(ExactSum* d_partial, T* d_full, const BlockDims& d) override;
   void vocab_sum_exact(ExactSum* x, size_t n) override;
 
  private:
+  // The exact mode's sums (N rows) merged into this rank's part (all of them; SP: its R rows, at the front).
+  void merge_exact(ExactSum* sums, const BlockDims& d);
   Communicator& tp_;
   bool sp_;
   Buffer<T> packed_;
+  MemoryLedger& ledger_;
 };
 
 }  // namespace shardlab

@@ -67,5 +67,7 @@ void sequence_reduce_scatter(Communicator& tp, const T* full, T* local, T* packe
 SHARDLAB_TP_COLLECTIVES(float)
 SHARDLAB_TP_COLLECTIVES(double)
 #undef SHARDLAB_TP_COLLECTIVES
+// The exact mode's sums (model/linear_exact.h) reduce-scattered along s like any partial sums.
+template void sequence_reduce_scatter<ExactSum>(Communicator&, const ExactSum*, ExactSum*, ExactSum*, int, int, int);
 
 }  // namespace shardlab

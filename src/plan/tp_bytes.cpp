@@ -93,8 +93,7 @@ std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64
       const std::vector<u64> shards(t, n / t);
       phase("all-gather of the head's input along s (forward, and again for the weight gradient)", "vocab",
             RingOp::all_gather, A * 2, shards, s.act_bytes);
-      phase("reduce-scatter of the head input's gradient (backward)", "vocab", RingOp::reduce_scatter, A, shards,
-            s.act_bytes);
+      phase("reduce-scatter of the head input's gradient (backward)", "vocab", RingOp::reduce_scatter, A, shards, sums);
     }
   }
   if (!s.sequence_parallel) {
@@ -111,13 +110,17 @@ std::vector<TpPhase> tp_step_phases(const TpShape& s, u64 rank, u64 grad_lo, u64
   phase("all-gather of the region inputs along s (forward) and of the output gradients (backward)", "",
         RingOp::all_gather, L * A * (4 + 2 * again), shards, s.act_bytes);
   phase("reduce-scatter of the partial sums (forward) and of the input gradients (backward)", "",
-        RingOp::reduce_scatter, L * A * (4 + 2 * again), shards, s.act_bytes);
+        RingOp::reduce_scatter, L * A * (4 + 2 * again), shards, sums);
   phase("all-gather of each region's input again, for the weight gradients", "regather", RingOp::all_gather, L * A * 2,
         shards, s.act_bytes);
   const u64 rep = replicated_in_range(s.gpt, t, grad_lo, grad_hi, s.held);
   if (rep > 0)
     phase("all-reduce of the replicated tensors' gradients (LayerNorms, biases, embeddings, head)", "replicated_grads",
-          RingOp::all_reduce, 1, even_chunks(rep, t), s.grad_bytes);
+          RingOp::all_reduce, 1, even_chunks(rep, t), s.exact ? sums : s.grad_bytes);
+  if (s.exact) {  // the norm's and the loss's exact sums, merged over tp once per step (each rank holds its rows')
+    phase("all-reduce of the norm's exact sum", "exact_norm", RingOp::all_reduce, 1, even_chunks(1, t), sums);
+    phase("all-reduce of the loss's exact sum", "exact_loss", RingOp::all_reduce, 1, even_chunks(1, t), sums);
+  }
   return v;
 }
 

@@ -6,11 +6,12 @@
 #      a global batch of 12 on dp 2, 3 and 4, ZeRO-1, ZeRO-2 and ZeRO-3 with accumulation, FSDP hybrid (2 nodes of
 #      2), pp 2 under GPipe, 1F1B and interleaved, dp 2 × pp 2 with ZeRO-1, tp 2 and 4 (the row-parallel sums and the
 #      vocabulary-parallel head's sums order-free over fixed chunks every tp size divides), dp 2 × tp 2 with ZeRO-2,
+#      tp 2 and 4 with sequence parallelism (the tensors whole on every tp rank take each row's gradient order-free),
 #      and a 3D run, dp 2 × tp 2 × pp 2 — each against the single process;
 #  (2) the control: the same dp 3 and 4×4 without --exact differ from their single process at rtol 0 (the order of
 #      additions; within compare's f64 tolerance), and the exact curve is within that tolerance of the normal one;
 #  (3) f32 and --mixed bf16: dp 4 with ZeRO-2 and one sample per micro-batch against one micro-batch of 12;
-#  (4) layouts it does not cover yet (sequence parallelism, cp, ep, experts): exit 2, one error line from rank 0;
+#  (4) layouts it does not cover yet (cp, ep, experts): exit 2, one error line from rank 0;
 #  (5) `plan --ledger` on the exact runs: their 32-byte rings equal the formula exactly; `plan --exact` prints them
 #      beside the normal mode's bytes.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
@@ -54,6 +55,9 @@ exact "tp 2, a head per rank, flash attention" 2 one12_h2 --global-batch 12 --mi
   --attention flash
 exact "tp 4" 4 one12 --global-batch 12 --micro-batch 4 --tp 4
 exact "dp 2 × tp 2, ZeRO-2" 4 one12 --global-batch 12 --micro-batch 2 --tp 2 --zero 2
+exact "tp 2 with sequence parallelism" 2 one12 --global-batch 12 --micro-batch 6 --tp 2 --sequence-parallel
+exact "tp 4 with sequence parallelism, ZeRO-1" 4 one12 --global-batch 12 --micro-batch 4 --tp 4 --sequence-parallel \
+  --zero 1
 exact "3D: dp 2 × tp 2 × pp 2" 8 one12_l4 --global-batch 12 --micro-batch 3 --tp 2 --pp 2 --layers 4
 
 # ---------------------------------------------------------------- (2) the control: without --exact
@@ -84,7 +88,8 @@ done
 
 # ---------------------------------------------------------------- (5) the bytes: plan --ledger, plan --exact
 for name in "dp 3, 2 micro-batches" "ZeRO-2, dp 2, 6 micro-batches" "ZeRO-3, dp 4, 3 micro-batches" \
-  "FSDP hybrid, 2 nodes of 2" "dp 2 × pp 2, ZeRO-1" "tp 4" "3D: dp 2 × tp 2 × pp 2"; do
+  "FSDP hybrid, 2 nodes of 2" "dp 2 × pp 2, ZeRO-1" "tp 4" "tp 4 with sequence parallelism, ZeRO-1" \
+  "3D: dp 2 × tp 2 × pp 2"; do
   if "$S" plan --ledger "$D/$name/ledger.json" >"$D/$name.plan" 2>&1; then
     ok "(5) $name: plan --ledger: the 32-byte exact sums' rings match the formula exactly ($(grep -c 'exact' "$D/$name/ledger.json") exact records)"
   else
@@ -99,8 +104,7 @@ else
 fi
 
 # ---------------------------------------------------------------- (4) not yet
-bad "--exact with --sequence-parallel" 2 'not yet --sequence-parallel' --exact --tp 2 --sequence-parallel \
-  --global-batch 4 --micro-batch 2
+bad "--exact with --cp" 2 'not yet --cp' --exact --cp 2 --attention flash --global-batch 4 --micro-batch 2
 bad "--exact with experts" 0 'not yet --moe-experts' --exact --moe-experts 4 --global-batch 4 --micro-batch 2
 
 exit $((fails > 0))
