@@ -71,8 +71,8 @@ void print_expert_parallel(std::ostream& out, const EpRequest& q, const Recipe& 
         << " ranks that hold the same experts (not dp·e: the other ep ranks hold other\n  experts): "
         << commas(st.total()) << " B of model states per rank (" << model_state_formula(recipe, q.strategy)
         << ", Ψ the rank's " << commas(mine) << "); the dense gradients,\n  summed over dp by the reduce-scatter, "
-        << "are then all-reduced over e on each shard:\n  2·(e−1)/e · dense/dp · " << gb << " B = "
-        << commas(u64(2.0L * (e - 1) / e * dense / q.dp * gb)) << " B sent per step\n";
+        << "are then all-reduced over e on each shard:\n  2·(e−1)/e · dense/dp · " << gb
+        << " B = " << commas(u64(2.0L * (e - 1) / e * dense / q.dp * gb)) << " B sent per step\n";
   }
   const EpLayerBytes b = ep_even_layer_bytes(q.seq * q.micro_batch, k, h, w, E, e);
   out << "  C25 \"each MoE layer does two all-to-alls (dispatch, combine)\": a rank routes s·b·k = " << q.seq << "·"
