@@ -329,3 +329,44 @@ TEST_CASE("ExactSum: more than kMaxTerms terms throw std::overflow_error and lea
   CHECK(a.terms == ExactSum::kMaxTerms);
   CHECK(exact_value(a) == 1.0);
 }
+
+TEST_CASE("ExactSum: exact_add_rows gives each sum the bits of its terms added one by one", "[exact]") {
+  std::mt19937_64 g(77);
+  std::uniform_int_distribution<int> exponent(-1100, 1000), pick(0, 19);
+  std::normal_distribution<double> normal;
+  auto term = [&]() {  // wide exponents, zeros, subnormals, the odd NaN and infinity
+    switch (pick(g)) {
+      case 0: return 0.0;
+      case 1: return -0.0;
+      case 2: return std::ldexp(normal(g), -1070);
+      default: return std::ldexp(normal(g), exponent(g) / (pick(g) < 10 ? 20 : 1));
+    }
+  };
+  for (size_t n : {size_t(1), size_t(3), size_t(4), size_t(7), size_t(300), size_t(517)}) {
+    for (int count : {1, 2, 5}) {
+      INFO("n " << n << ", count " << count);
+      const size_t stride = n + 3;
+      std::vector<double> x(stride * count);
+      for (double& v : x) v = term();
+      if (n > 5) x[5] = std::numeric_limits<double>::quiet_NaN();
+      if (count > 1) x[stride + 2] = -INFINITY;
+      std::vector<float> xf(x.size());
+      for (size_t i = 0; i < x.size(); ++i) xf[i] = static_cast<float>(x[i]);
+      std::vector<ExactSum> rows(n), one_by_one(n), rows_f(n), one_by_one_f(n);
+      for (size_t i = 0; i < n; ++i) {  // start from sums that already hold a term
+        const double start = term();
+        exact_add(rows[i], start), exact_add(one_by_one[i], start), exact_add(rows_f[i], start);
+        exact_add(one_by_one_f[i], start);
+      }
+      exact_add_rows(rows.data(), x.data(), n, count, stride);
+      exact_add_rows(rows_f.data(), xf.data(), n, count, stride);
+      for (int c = 0; c < count; ++c)
+        for (size_t i = 0; i < n; ++i) {
+          exact_add(one_by_one[i], x[c * stride + i]);
+          exact_add(one_by_one_f[i], static_cast<double>(xf[c * stride + i]));
+        }
+      CHECK(std::memcmp(rows.data(), one_by_one.data(), n * sizeof(ExactSum)) == 0);
+      CHECK(std::memcmp(rows_f.data(), one_by_one_f.data(), n * sizeof(ExactSum)) == 0);
+    }
+  }
+}
