@@ -11,6 +11,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace shardlab {
 
@@ -103,17 +104,13 @@ void exact_merge(ExactSum& acc, const ExactSum& other) {
 
 namespace {
 // x · 2^e (the same result as std::ldexp, faster: one multiplication by 2^e when 2^e is a normal number of T).
-inline double scaled(double x, int e) {
-  if (e < -1022 || e > 1023) return std::ldexp(x, e);
-  const uint64_t bits = static_cast<uint64_t>(e + 1023) << 52;
-  double p;
-  std::memcpy(&p, &bits, sizeof p);
-  return x * p;
-}
-inline float scaled(float x, int e) {
-  if (e < -126 || e > 127) return std::ldexp(x, e);
-  const uint32_t bits = static_cast<uint32_t>(e + 127) << 23;
-  float p;
+template <class T>
+inline T scaled(T x, int e) {
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+  constexpr int bias = std::numeric_limits<T>::max_exponent - 1;  // 1023, 127: the normal exponents are ±bias
+  if (e < 1 - bias || e > bias) return std::ldexp(x, e);
+  const Bits bits = static_cast<Bits>(e + bias) << (std::numeric_limits<T>::digits - 1);
+  T p;
   std::memcpy(&p, &bits, sizeof p);
   return x * p;
 }
@@ -147,10 +144,7 @@ float exact_value_float(const ExactSum& s) { return value_of<float>(s); }
 
 template <class T>
 void exact_add(ExactSum* acc, const T* x, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    count_terms(acc[i], 1);
-    deposit(acc[i], static_cast<double>(x[i]));
-  }
+  exact_add_rows(acc, x, n, 1, n);
 }
 
 namespace {

@@ -60,16 +60,10 @@ void DataParallel<T>::finish_exact_gradients() {
   ExactSum* sums = exact_sums_.data();
   if (sequence_parallel_) {  // each tp rank added only its rows' share of the tensors whole on every tp rank
     std::vector<std::pair<size_t, size_t>> runs;
-    size_t n = 0;
     for (const TensorSpec& t : layout_.tensors())
-      if (t.replicated() && t.numel) runs.push_back({t.offset, t.offset + t.numel}), n += t.numel;
-    Buffer<ExactSum> packed(ledger_, Mem::workspace, n, 0, "exact.replicated", false);
-    size_t at = 0;
-    for (auto [a, b] : runs) at = std::copy(sums + a, sums + b, packed.data() + at) - packed.data();
-    Communicator::Purpose tag(*tp_, "replicated_grads");
-    tp_->all_reduce(packed.data(), n);
-    at = 0;
-    for (auto [a, b] : runs) std::copy(packed.data() + at, packed.data() + at + (b - a), sums + a), at += b - a;
+      if (t.replicated() && t.numel) runs.push_back({t.offset, t.offset + t.numel});
+    all_reduce_runs<ExactSum>(
+        *tp_, "replicated_grads", [&](size_t i) { return sums + i; }, runs, ledger_);
   }
   Communicator::Purpose tag(*shard_, "exact_grads");
   const size_t padded = shards_.padded();

@@ -68,33 +68,39 @@ class GridSums {
   bool sequence_parallel_, norm_over_ep_;
 };
 
-// Runs [a, b) of a flat store summed over a group: packed, one all-reduce (the ring's order), unpacked.
-template <class T>
-void all_reduce_runs(Communicator& group, const char* purpose, FlatStore<T>& g,
+// Runs [a, b) of an array summed over a group: packed, one all-reduce (the ring's order), unpacked. at(i): element
+// i's address (E: the element type on the wire).
+template <class E, class At>
+void all_reduce_runs(Communicator& group, const char* purpose, At&& at,
                      const std::vector<std::pair<size_t, size_t>>& runs, MemoryLedger& ledger) {
   size_t n = 0;
   for (auto [a, b] : runs) n += b - a;
   if (n == 0) return;
   Communicator::Purpose tag(group, purpose);
-  auto reduce = [&](auto* first) {
-    using E = std::remove_pointer_t<decltype(first)>;
-    Buffer<E> packed(ledger, Mem::workspace, n, 0, nullptr, false);
-    size_t at = 0;
-    for (auto [a, b] : runs) {
-      std::memcpy(packed.data() + at, g.raw(a), (b - a) * sizeof(E));
-      at += b - a;
-    }
-    group.all_reduce(packed.data(), n);
-    at = 0;
-    for (auto [a, b] : runs) {
-      std::memcpy(g.raw(a), packed.data() + at, (b - a) * sizeof(E));
-      at += b - a;
-    }
-  };
+  Buffer<E> packed(ledger, Mem::workspace, n, 0, nullptr, false);
+  size_t k = 0;
+  for (auto [a, b] : runs) {
+    std::memcpy(static_cast<void*>(packed.data() + k), at(a), (b - a) * sizeof(E));
+    k += b - a;
+  }
+  group.all_reduce(packed.data(), n);
+  k = 0;
+  for (auto [a, b] : runs) {
+    std::memcpy(static_cast<void*>(at(a)), packed.data() + k, (b - a) * sizeof(E));
+    k += b - a;
+  }
+}
+
+// The same over a flat store, in its stored type (bf16 or T).
+template <class T>
+void all_reduce_runs(Communicator& group, const char* purpose, FlatStore<T>& g,
+                     const std::vector<std::pair<size_t, size_t>>& runs, MemoryLedger& ledger) {
   if (g.is_bf16())
-    reduce(static_cast<bf16*>(nullptr));
+    all_reduce_runs<bf16>(
+        group, purpose, [&](size_t i) { return static_cast<bf16*>(g.raw(i)); }, runs, ledger);
   else
-    reduce(static_cast<T*>(nullptr));
+    all_reduce_runs<T>(
+        group, purpose, [&](size_t i) { return static_cast<T*>(g.raw(i)); }, runs, ledger);
 }
 
 template <class T>
