@@ -7,6 +7,7 @@
 #include "check/activation_check.h"
 #include "check/ledger_read.h"
 #include "comm/grid_coords.h"
+#include "core/exact_sum.h"
 #include "plan/comm_volume.h"
 
 namespace shardlab::plan {
@@ -83,13 +84,50 @@ StepComm ep_sharded_step_bytes(const LedgerCheck& c, const std::vector<bool>& he
   return out;
 }
 
-// The measured side of it: the dp rings and the ep all-reduce of purpose "dense_grads".
-StepComm measured_ep_sharded(const Json& rank, const std::string& where) {
+// The exact mode with experts (parallel/exact_grads.cpp), per step, in 32-byte order-free sums: the gradients — DP:
+// each run of dense tensors all-reduced over dp·ep and each run of experts over dp; ZeRO/FSDP: the strategy's dp
+// rings, then this rank's shard of the dense runs over ep — the norm's sum over the shard group (and over ep when
+// sharded), and the loss and the two router losses, each one element merged over ep and then over dp.
+StepComm exact_ep_step_bytes(const LedgerCheck& c, const std::vector<bool>& held, const RankCheck& rc) {
+  constexpr u64 e = sizeof(ExactSum);
+  const ActivationShape& a = c.activation_shape;
+  const GptDims gpt{a.vocab, a.seq, a.hidden, a.layers, a.moe};
+  const u64 dp = c.grid_dp, E = c.ep;
+  const GridCoords me = coords_of_rank(GridSizes{int(dp), int(c.tp), c.pp, int(c.cp), int(E)}, rc.rank);
+  const u64 dense_member = u64(me.dp) * E + u64(me.ep);
+  auto ring = [&](u64 elements, u64 members, u64 member) {
+    return members > 1 ? ring_sent_elements(RingOp::all_reduce, even_chunks(elements, members), member) * e : 0;
+  };
+  const ShardLayout sh = shard_layout(c.layout, rc.psi);
+  StepComm out;
+  u64& sent = out.all_reduce.intra;  // links are not told apart here: totals are compared
+  if (c.layout.strategy == Strategy::dp) {
+    for (const GradRange& r : ep_grad_ranges(gpt, c.tp, E, held, sh.padded(), sh.padded()))
+      sent += r.expert ? ring(r.hi - r.lo, dp, me.dp) : ring(r.hi - r.lo, dp * E, dense_member);
+    sent += ring(1, dp * E, dense_member);                     // the norm
+    sent += c.layout.exact_scalars * ring(1, dp, u64(me.dp));  // the losses over dp
+  } else {
+    Layout l = c.layout;
+    l.ranks_per_node = 0;
+    out = step_comm_bytes(c.recipe, rc.psi, l, rc.grad_member);  // over dp: grads, params, the norm, the losses
+    const u64 lo = rc.grad_member * sh.shard(), hi = lo + sh.shard();
+    u64 dense = 0;
+    for (const GradRange& r : ep_grad_ranges(gpt, c.tp, E, held, sh.padded(), sh.padded()))
+      if (!r.expert) dense += r.hi > lo && r.lo < hi ? std::min(hi, r.hi) - std::max(lo, r.lo) : 0;
+    sent += ring(dense, E, u64(me.ep)) + ring(1, E, u64(me.ep));  // the dense shard and the norm over ep
+  }
+  sent += c.layout.exact_scalars * ring(1, E, u64(me.ep));  // the losses over ep
+  return out;
+}
+
+// The measured side: the dp rings, and the ep all-reduces of the given purposes.
+StepComm measured_with_ep(const Json& rank, const std::string& where, const std::vector<std::string>& purposes) {
   StepComm m = measured_dp_ring(rank, where);
   for (const Json& t : need(need(rank, "comm", where), "totals", where + ".comm")) {
     const std::string w = where + ".comm.totals[]";
     if (need_string(t, "axis", w) != "ep" || need_string(t, "op", w) != "all_reduce" ||
-        need_string(t, "impl", w) != "ring" || !t.contains("purpose") || need_string(t, "purpose", w) != "dense_grads")
+        need_string(t, "impl", w) != "ring" || !t.contains("purpose") ||
+        std::find(purposes.begin(), purposes.end(), need_string(t, "purpose", w)) == purposes.end())
       continue;
     m.all_reduce.intra += need_u64(t, "sent_intra", w) + need_u64(t, "sent_inter", w);
   }
@@ -120,6 +158,7 @@ void read_moe_section(const Json& j, LedgerCheck* c) {
     throw std::runtime_error(
         "experts with cp or sequence parallelism: no run does that (a sample routes as one group)");
   c->moe_rows_recorded = c->moe_capacity > 0 || c->ep > 1;
+  c->layout.exact_scalars = 3;  // --exact: the loss and the two router losses, each its own order-free sum
 }
 
 void check_moe_rank(const Json& rank, const LedgerCheck& c, const std::vector<bool>& held, RankCheck* rc) {
@@ -169,14 +208,18 @@ void check_moe_rank(const Json& rank, const LedgerCheck& c, const std::vector<bo
   if (!c.comm_checked) return;
   CommRow& m = rc->comm;  // claims C8, C25: dense gradients over dp·ep, the experts' over dp
   m.steps = c.steps;
-  if (c.layout.strategy == Strategy::dp) {
+  if (c.layout.exact) {  // the 32-byte order-free sums
+    m.formula = exact_ep_step_bytes(c, held, *rc);
+    m.measured = measured_with_ep(rank, where, {"exact_grads", "exact_norm", "exact_loss"});
+    m.split = false;
+  } else if (c.layout.strategy == Strategy::dp) {
     m.formula = StepComm{};
     m.formula.all_reduce = ep_grad_step_bytes(c, held, *rc);
     m.measured = measured_dp_ring(rank, where);
     m.split = c.world_ranks_per_node > 0;
   } else {  // claims C12, C14 over dp, then the dense shard over ep
     m.formula = ep_sharded_step_bytes(c, held, *rc);
-    m.measured = measured_ep_sharded(rank, where);
+    m.measured = measured_with_ep(rank, where, {"dense_grads"});
     m.split = false;
   }
   const LinkBytes f = m.formula.total(), got = m.measured.total();

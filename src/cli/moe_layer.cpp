@@ -91,7 +91,7 @@ int check(Communicator& world, Communicator& ep, CommLedger& comm, const MoeProb
   const T aux = T(P.aux), z = T(P.z);
 
   // One process: moe_forward/moe_backward on all N rows, every expert here; and the plain loop over tokens.
-  const MoeShape whole{MoeDims{N, C, E, k, cap, P.G}, F, 0, E};
+  const MoeShape whole{MoeDims{N, C, E, k, cap, P.G}, F, 0, E, {}};
   ExpertExchange<T> here;
   MoeRecord<T> one;
   std::vector<T> out1(x.size()), dx1(x.size()), out0(x.size()), dx0(x.size());
@@ -104,7 +104,7 @@ int check(Communicator& world, Communicator& ep, CommLedger& comm, const MoeProb
 
   // This rank: its rows, its experts, the all-to-alls.
   ExpertParallel<T> exchange(ep, nullptr, mem);
-  const MoeShape mine{MoeDims{R, C, E, k, cap, P.G}, F, first, El};
+  const MoeShape mine{MoeDims{R, C, E, k, cap, P.G}, F, first, El, {}};
   const T* xr = x.data() + size_t(r) * R * C;
   MoeRecord<T> rec;
   std::vector<T> out(size_t(R) * C), dx(size_t(R) * C);

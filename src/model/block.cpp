@@ -39,6 +39,8 @@ template <class T>
 void note_routing(MoeStats& stats, const MoeRouting<T>& r, const BlockDims& d) {
   stats.aux += r.aux;
   stats.z += r.z;
+  exact_merge(stats.aux_terms, r.aux_terms);
+  exact_merge(stats.z_terms, r.z_terms);
   stats.dropped += r.dropped;
   if (stats.load.size() <= size_t(d.layer)) stats.load.resize(d.layer + 1);
   std::vector<double>& load = stats.load[d.layer];
@@ -200,7 +202,7 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
   T* d_ln2 = ws.d_ln;
   if (d.experts > 0)
     moe_backward(d_ln2, g.moe, d_mlp_out, rec.moe, ln2, w.moe, d.moe(), T(run.aux_weight), T(run.z_weight), hooks,
-                 ledger);
+                 ledger, sums ? &sums->moe : nullptr);
   else
     d_ln2 = mlp_backward(g, w, rec, d_mlp_out, ln2, d, ws, hooks, ledger, sums);
   layernorm_backward(ws.d_res, g.ln2_w, g.ln2_b, d_ln2, resid_mid, w.ln2_w, rec.ln2_mean.data(), rec.ln2_rstd.data(), R,

@@ -66,7 +66,7 @@ struct BlockDims {
   RowSplit split;
   MoeShape moe() const {
     return MoeShape{MoeDims{static_cast<int>(rows()), C, experts, top_k, capacity, T_local}, expert_ffn, first_expert,
-                    local_experts};
+                    local_experts, split};
   }
   int CL() const { return NH * HD; }                        // attention width on this rank
   int mlp_chunk() const { return 4 * C / heads_total; }     // the exact mode's MLP chunk (linear_exact.h)
@@ -174,10 +174,13 @@ struct MoeForwardRows {
 struct MoeStats {
   double aux = 0;                         // Σ over samples and MoE blocks of the load-balancing loss
   double z = 0;                           // Σ over tokens and MoE blocks of lse²
+  ExactSum aux_terms, z_terms;            // the same two sums, order-free (the exact mode reports these)
   double dropped = 0;                     // slots capacity dropped
   std::vector<std::vector<double>> load;  // [layer][expert]: slots routed (before capacity); empty if dense
   void add(const MoeStats& o) {           // another chunk's blocks (or the same blocks' later forwards)
     aux += o.aux, z += o.z, dropped += o.dropped;
+    exact_merge(aux_terms, o.aux_terms);
+    exact_merge(z_terms, o.z_terms);
     if (load.size() < o.load.size()) load.resize(o.load.size());
     for (size_t l = 0; l < o.load.size(); ++l) {
       if (load[l].size() < o.load[l].size()) load[l].resize(o.load[l].size(), 0.0);

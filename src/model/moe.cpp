@@ -6,6 +6,7 @@
 #include "model/gelu.h"
 #include "model/linear.h"
 #include "model/moe_dispatch.h"
+#include "model/moe_experts_exact.h"
 
 namespace shardlab {
 
@@ -47,7 +48,7 @@ void moe_forward(T* out, MoeRecord<T>& rec, const T* x, const MoeWeights<const T
   MoeRouting<T>& r = rec.routing;
   {
     Buffer<T> logits(ledger, Mem::workspace, size_t(d.R) * d.E, 0, nullptr, false);
-    moe_route(r, logits.data(), x, w.wr, d, ledger);
+    moe_route(r, logits.data(), x, w.wr, d, ledger, s.split);
   }
   const int n = r.kept;
   // Dispatch: the kept slots' rows in the list's order, to the experts.
@@ -60,15 +61,16 @@ void moe_forward(T* out, MoeRecord<T>& rec, const T* x, const MoeWeights<const T
   rec.act = Buffer<T>(ledger, Mem::activation, size_t(m) * F, 0, "block.moe.act", false);
   exchange.to_experts(xs.data(), n, rec.expert_in.data(), rec.rows, C);
   xs.reset();
-  // The experts, one GEMM pair each over all the rows it received.
+  // The experts, one GEMM pair each over all the rows it received (the exact mode: one row at a time).
   Buffer<T> ys(ledger, Mem::workspace, size_t(m) * C, 0, nullptr, false);
   for (int e = 0; e < s.local; ++e) {
     const Expert<const T*> ex = expert(w, rec.rows, e, C, F);
     if (ex.rows == 0) continue;
     const size_t a = ex.a;
-    linear_forward(rec.pre.data() + a * F, rec.expert_in.data() + a * C, ex.w1, ex.b1, ex.rows, C, F);
+    const RowSplit rows = s.split.exact ? RowSplit{ex.rows} : RowSplit{};
+    linear_forward(rec.pre.data() + a * F, rec.expert_in.data() + a * C, ex.w1, ex.b1, ex.rows, C, F, rows);
     gelu_forward(rec.act.data() + a * F, rec.pre.data() + a * F, size_t(ex.rows) * F);
-    linear_forward(ys.data() + a * C, rec.act.data() + a * F, ex.w2, ex.b2, ex.rows, F, C);
+    linear_forward(ys.data() + a * C, rec.act.data() + a * F, ex.w2, ex.b2, ex.rows, F, C, rows);
   }
   // Combine: the outputs back in the list's order, then each token's slots in slot order.
   rec.slot_out = Buffer<T>(ledger, Mem::activation, size_t(n) * C, 0, "block.moe.slot_out", false);
@@ -79,7 +81,7 @@ void moe_forward(T* out, MoeRecord<T>& rec, const T* x, const MoeWeights<const T
 template <class T>
 void moe_backward(T* d_x, const MoeWeights<T*>& g, const T* d_out, const MoeRecord<T>& rec, const T* x,
                   const MoeWeights<const T*>& w, const MoeShape& s, T aux_weight, T z_weight,
-                  ExpertExchange<T>& exchange, MemoryLedger& ledger) {
+                  ExpertExchange<T>& exchange, MemoryLedger& ledger, const MoeWeights<ExactSum*>* sums) {
   const MoeDims& d = s.d;
   const int C = d.C, k = d.k, R = d.R, F = s.F;
   const MoeRouting<T>& r = rec.routing;
@@ -99,6 +101,15 @@ void moe_backward(T* d_x, const MoeWeights<T*>& g, const T* d_out, const MoeReco
     const Expert<T*> gx = expert(g, rec.rows, e, C, F);
     if (ex.rows == 0) continue;
     const size_t a = ex.a;
+    if (sums) {
+      const Expert<ExactSum*> sx = expert(*sums, rec.rows, e, C, F);
+      expert_linear_backward_exact(d_act.data() + a * F, sx.w2, sx.b2, d_ys.data() + a * C, rec.act.data() + a * F,
+                                   ex.w2, ex.rows, F, C, ledger);
+      gelu_backward(d_pre.data() + a * F, d_act.data() + a * F, rec.pre.data() + a * F, size_t(ex.rows) * F);
+      expert_linear_backward_exact(d_in.data() + a * C, sx.w1, sx.b1, d_pre.data() + a * F,
+                                   rec.expert_in.data() + a * C, ex.w1, ex.rows, C, F, ledger);
+      continue;
+    }
     linear_backward(d_act.data() + a * F, gx.w2, gx.b2, d_ys.data() + a * C, rec.act.data() + a * F, ex.w2, ex.rows, F,
                     C);
     gelu_backward(d_pre.data() + a * F, d_act.data() + a * F, rec.pre.data() + a * F, size_t(ex.rows) * F);
@@ -109,17 +120,17 @@ void moe_backward(T* d_x, const MoeWeights<T*>& g, const T* d_out, const MoeReco
   // The router's backward writes d_x; then each kept slot's input gradient, in the list's order.
   {
     Buffer<T> d_logits(ledger, Mem::workspace, size_t(R) * d.E, 0, nullptr, false);
-    moe_route_backward(d_x, g.wr, d_logits.data(), d_gate.data(), r, x, w.wr, d, aux_weight, z_weight);
+    moe_route_backward(d_x, g.wr, d_logits.data(), d_gate.data(), r, x, w.wr, d, aux_weight, z_weight, s.split);
   }
   dispatch_rows_backward(d_x, d_slots.data(), r, C);
 }
 
-#define SHARDLAB_MOE(T)                                                                                   \
-  template void moe_forward<T>(T*, MoeRecord<T>&, const T*, const MoeWeights<const T*>&, const MoeShape&, \
-                               ExpertExchange<T>&, MemoryLedger&);                                        \
-  template void moe_backward<T>(T*, const MoeWeights<T*>&, const T*, const MoeRecord<T>&, const T*,       \
-                                const MoeWeights<const T*>&, const MoeShape&, T, T, ExpertExchange<T>&,   \
-                                MemoryLedger&);
+#define SHARDLAB_MOE(T)                                                                                                \
+  template void moe_forward<T>(T*, MoeRecord<T>&, const T*, const MoeWeights<const T*>&, const MoeShape&,              \
+                               ExpertExchange<T>&, MemoryLedger&);                                                     \
+  template void moe_backward<T>(T*, const MoeWeights<T*>&, const T*, const MoeRecord<T>&, const T*,                    \
+                                const MoeWeights<const T*>&, const MoeShape&, T, T, ExpertExchange<T>&, MemoryLedger&, \
+                                const MoeWeights<ExactSum*>*);
 SHARDLAB_MOE(float)
 SHARDLAB_MOE(double)
 #undef SHARDLAB_MOE

@@ -9,6 +9,10 @@
 //             numbers the same way.
 // Weights: the router Wr (E, C) and this rank's experts: W1 (El, F, C), b1 (El, F), W2 (El, C, F), b2 (El, C),
 // each expert's block contiguous. Backward overwrites d_x and accumulates into the weight gradients.
+// The exact mode (split.exact, model/row_split.h): the router runs one sample at a time (moe_routing.h), and since
+// an expert's rows come from many samples, in an order and grouping the layout decides, every expert product runs
+// one row at a time and each row's weight gradients go straight into the experts' order-free sums
+// (moe_experts_exact.h).
 // Storage: what forward keeps (the routing, the experts' input rows and hidden activations, the slots'
 // outputs) is allocated through the memory ledger as activation items block.moe.*; the backward's
 // temporaries as workspace.
@@ -30,6 +34,7 @@ struct MoeShape {
   int F = 0;             // each expert's width
   int first_expert = 0;  // this rank's experts: [first_expert, first_expert + local)
   int local = 0;
+  RowSplit split;  // the router's products: one GEMM, or one per sample (the exact mode)
 };
 
 // What forward keeps for backward.
@@ -52,10 +57,11 @@ void moe_forward(T* out, MoeRecord<T>& rec, const T* x, const MoeWeights<const T
                  ExpertExchange<T>& exchange, MemoryLedger& ledger);
 
 // d_x (R, C) overwritten from d_out (R, C); g: the weights' gradients, accumulated. aux_weight: each routing
-// group's load-balancing loss's weight in the objective; z_weight: each row's lse²'s.
+// group's load-balancing loss's weight in the objective; z_weight: each row's lse²'s. sums (the exact mode, else
+// null): the experts' order-free gradient sums, which take their gradients instead of g.
 template <class T>
 void moe_backward(T* d_x, const MoeWeights<T*>& g, const T* d_out, const MoeRecord<T>& rec, const T* x,
                   const MoeWeights<const T*>& w, const MoeShape& s, T aux_weight, T z_weight,
-                  ExpertExchange<T>& exchange, MemoryLedger& ledger);
+                  ExpertExchange<T>& exchange, MemoryLedger& ledger, const MoeWeights<ExactSum*>* sums = nullptr);
 
 }  // namespace shardlab

@@ -8,12 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "core/gemm.h"
+#include "model/linear.h"
 
 namespace shardlab {
 
 template <class T>
-void moe_route(MoeRouting<T>& r, T* logits, const T* x, const T* wr, const MoeDims& d, MemoryLedger& ledger) {
+void moe_route(MoeRouting<T>& r, T* logits, const T* x, const T* wr, const MoeDims& d, MemoryLedger& ledger,
+               RowSplit split) {
   const int R = d.R, E = d.E, k = d.k, G = d.G(), rows = d.rows_per_group();
   if (rows <= 0 || R % rows != 0)
     throw std::logic_error("moe_route: " + std::to_string(R) + " rows do not split into routing groups of " +
@@ -25,7 +26,7 @@ void moe_route(MoeRouting<T>& r, T* logits, const T* x, const T* wr, const MoeDi
   r.gate = Buffer<T>(ledger, Mem::activation, Rk, 0, "block.moe.gates", false);
   r.slots = Buffer<int32_t>(ledger, Mem::activation, 3 * Rk, 0, "block.moe.slots", true);
   r.counts = Buffer<int32_t>(ledger, Mem::activation, size_t(G) * E + E + 1, 0, "block.moe.counts", true);
-  gemm(false, true, R, E, d.C, T(1), x, d.C, wr, d.C, T(0), logits, E);
+  linear_forward(logits, x, wr, static_cast<const T*>(nullptr), R, d.C, E, split);  // logits = x·Wrᵀ
   int32_t* expert = r.expert();
   int32_t* counts = r.counts.data();
   std::vector<int> order(E);
@@ -72,6 +73,7 @@ void moe_route(MoeRouting<T>& r, T* logits, const T* x, const T* wr, const MoeDi
   first[E] = r.kept;
   // The losses.
   r.aux = r.z = 0;
+  r.aux_terms = r.z_terms = ExactSum{};
   for (int g = 0; g < G; ++g) {
     double aux = 0;
     for (int i = 0; i < E; ++i) {
@@ -80,13 +82,18 @@ void moe_route(MoeRouting<T>& r, T* logits, const T* x, const T* wr, const MoeDi
       aux += double(r.routed(g)[i]) / (double(rows) * k) * (P / rows);
     }
     r.aux += E * aux;
+    exact_add(r.aux_terms, E * aux);
   }
-  for (int t = 0; t < R; ++t) r.z += double(r.lse[t]) * r.lse[t];
+  for (int t = 0; t < R; ++t) {
+    const double z = double(r.lse[t]) * r.lse[t];
+    r.z += z;
+    exact_add(r.z_terms, z);
+  }
 }
 
 template <class T>
 void moe_route_backward(T* d_x, T* d_wr, T* d_logits, const T* d_gate, const MoeRouting<T>& r, const T* x, const T* wr,
-                        const MoeDims& d, T aux_weight, T z_weight) {
+                        const MoeDims& d, T aux_weight, T z_weight, RowSplit split) {
   const int R = d.R, E = d.E, k = d.k, rows = d.rows_per_group();
   const int32_t* expert = r.expert();
   std::vector<T> dp(E);
@@ -109,14 +116,14 @@ void moe_route_backward(T* d_x, T* d_wr, T* d_logits, const T* d_gate, const Moe
     T* dl = d_logits + size_t(t) * E;
     for (int i = 0; i < E; ++i) dl[i] = p[i] * (dp[i] - pdp) + z_weight * T(2) * r.lse[t] * p[i];
   }
-  gemm(false, false, R, d.C, E, T(1), d_logits, E, wr, d.C, T(0), d_x, d.C);  // d_x = d_logits · Wr
-  gemm(true, false, E, d.C, R, T(1), d_logits, E, x, d.C, T(1), d_wr, d.C);   // d_Wr += d_logitsᵀ · x
+  // d_x = d_logits · Wr;  d_Wr += d_logitsᵀ · x
+  linear_backward(d_x, d_wr, static_cast<T*>(nullptr), d_logits, x, wr, R, d.C, E, split);
 }
 
 #define SHARDLAB_MOE_ROUTING(T)                                                                                       \
-  template void moe_route<T>(MoeRouting<T>&, T*, const T*, const T*, const MoeDims&, MemoryLedger&);                  \
+  template void moe_route<T>(MoeRouting<T>&, T*, const T*, const T*, const MoeDims&, MemoryLedger&, RowSplit);        \
   template void moe_route_backward<T>(T*, T*, T*, const T*, const MoeRouting<T>&, const T*, const T*, const MoeDims&, \
-                                      T, T);
+                                      T, T, RowSplit);
 SHARDLAB_MOE_ROUTING(float)
 SHARDLAB_MOE_ROUTING(double)
 #undef SHARDLAB_MOE_ROUTING

@@ -16,6 +16,9 @@
 //   router z-loss (ST-MoE, Zoph et al. 2022, eq. 5):  logsumexp(logits)² per row; `z` is the sum over the rows.
 // Backward: the gates' gradient (from the combine) through the renormalisation and the softmax, plus the two
 // losses' gradients (weighted by the caller), into d_logits, then Wr and x.
+// The exact mode (split.exact, model/row_split.h): the router's products one sample (routing group) at a time, its
+// weight's gradient into each sample's own copy (split.grad_of), and the two losses also kept as order-free sums
+// (aux_terms: each group's load-balancing loss; z_terms: each row's lse²) that the layout adds over ranks.
 // Storage: every array the router keeps is allocated through the memory ledger as an activation item
 // (block.moe.*), so the MoE's activations are measured like every other saved tensor.
 // Leaves out: noisy top-k and random or expert-choice routing (deterministic, by position, as every layout
@@ -23,7 +26,9 @@
 #pragma once
 #include <cstdint>
 
+#include "core/exact_sum.h"
 #include "core/ledger.h"
+#include "model/row_split.h"
 
 namespace shardlab {
 
@@ -48,9 +53,10 @@ struct MoeRouting {
   Buffer<int32_t> slots;   // 3 arrays of R·k: each slot's expert; its row in the list (−1: dropped); the list
   Buffer<int32_t> counts;  // (G, E) slots routed per group and expert, before capacity; then first (E + 1)
   int R = 0, E = 0, k = 0, G = 0;
-  int kept = 0;           // slots in the list
-  int dropped = 0;        // slots capacity dropped
-  double aux = 0, z = 0;  // Σ over groups of the load-balancing loss, Σ over rows of lse² (unweighted)
+  int kept = 0;                 // slots in the list
+  int dropped = 0;              // slots capacity dropped
+  double aux = 0, z = 0;        // Σ over groups of the load-balancing loss, Σ over rows of lse² (unweighted)
+  ExactSum aux_terms, z_terms;  // the same sums, order-free (each group's loss, each row's lse²)
   int32_t* expert() { return slots.data(); }
   const int32_t* expert() const { return slots.data(); }
   int32_t* row() { return slots.data() + size_t(R) * k; }
@@ -69,13 +75,14 @@ struct MoeRouting {
 
 // logits scratch (R, E). Fills r (allocating through the ledger) from x (R, C) and the router weight wr (E, C).
 template <class T>
-void moe_route(MoeRouting<T>& r, T* logits, const T* x, const T* wr, const MoeDims& d, MemoryLedger& ledger);
+void moe_route(MoeRouting<T>& r, T* logits, const T* x, const T* wr, const MoeDims& d, MemoryLedger& ledger,
+               RowSplit split = {});
 
 // d_gate (R, k): the gradient of the objective with respect to each slot's gate (0 for dropped slots).
 // aux_weight: the weight of each group's load-balancing loss, z_weight: of each row's lse². d_logits scratch
 // (R, E). Writes d_x (R, C) (overwritten) and accumulates the router weight's gradient into d_wr (E, C).
 template <class T>
 void moe_route_backward(T* d_x, T* d_wr, T* d_logits, const T* d_gate, const MoeRouting<T>& r, const T* x, const T* wr,
-                        const MoeDims& d, T aux_weight, T z_weight);
+                        const MoeDims& d, T aux_weight, T z_weight, RowSplit split = {});
 
 }  // namespace shardlab

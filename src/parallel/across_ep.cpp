@@ -13,10 +13,8 @@
 namespace shardlab {
 
 template <class T>
-void DataParallel<T>::reduce_dense_over_ep() {
-  FlatStore<T>& g = states_->grads();
-  const size_t lo = std::max(shards_.my_begin(), g.begin()), hi = std::min(shards_.my_end(), g.end());
-  std::vector<std::pair<size_t, size_t>> dense;  // [lo, hi) without the expert tensors (the padding counts as dense)
+std::vector<std::pair<size_t, size_t>> DataParallel<T>::dense_runs(size_t lo, size_t hi) const {
+  std::vector<std::pair<size_t, size_t>> dense;  // the padding counts as dense
   size_t at = lo;
   for (const TensorSpec& t : layout_.tensors()) {
     if (!t.expert) continue;
@@ -26,7 +24,14 @@ void DataParallel<T>::reduce_dense_over_ep() {
     at = b;
   }
   if (at < hi) dense.push_back({at, hi});
-  all_reduce_runs(*ep_, "dense_grads", g, dense, ledger_);
+  return dense;
+}
+
+template <class T>
+void DataParallel<T>::reduce_dense_over_ep() {
+  FlatStore<T>& g = states_->grads();
+  all_reduce_runs(*ep_, "dense_grads", g,
+                  dense_runs(std::max(shards_.my_begin(), g.begin()), std::min(shards_.my_end(), g.end())), ledger_);
 }
 
 template class DataParallel<float>;

@@ -23,25 +23,29 @@ void DataParallel<T>::reduce_replicated_grads() {
 }
 
 template <class T>
+std::pair<size_t, size_t> DataParallel<T>::norm_part(const TensorSpec& t, size_t lo, size_t hi) const {
+  const bool replicated_here = !tp_ || tp_->rank() == 0;  // a replicated tensor counts once: on tp rank 0
+  const size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.numel);
+  if (experts_ && t.expert) {
+    if (ep_sharded_)  // my shard of my experts (every ep rank counts its own: the norm adds over ep)
+      return replicated_here ? std::make_pair(a, b) : std::make_pair(a, a);
+    if (experts_->rank() == 0 && replicated_here)  // my experts, whole, once per expert group (and tp)
+      return {t.offset, t.offset + t.numel};
+    return {a, a};
+  }
+  const bool dense_here = !ep_sharded_ || ep_->rank() == 0;  // sharded over dp only: every ep rank holds it
+  return (!t.replicated() || replicated_here) && dense_here ? std::make_pair(a, b) : std::make_pair(a, a);
+}
+
+template <class T>
 double DataParallel<T>::unit_grad_sumsq(int unit, size_t lo, size_t hi) const {
   if (!tp_ && !experts_) return lo < hi ? states_->grad_sumsq(lo, hi) : 0.0;
-  const bool replicated_here = !tp_ || tp_->rank() == 0;  // a replicated tensor counts once: on tp rank 0
   double s = 0.0;
   for (const TensorSpec& t : layout_.tensors()) {
-    const bool overlaps = t.offset < hi && t.offset + t.numel > lo;
-    if (experts_ && t.expert) {
-      if (ep_sharded_) {  // my shard of my experts (every ep rank counts its own: the norm adds over ep)
-        if (overlaps && replicated_here)
-          s += states_->grad_sumsq(std::max(lo, t.offset), std::min(hi, t.offset + t.numel));
-      } else if (experts_->rank() == 0 && replicated_here && t.offset >= layout_.unit_begin(unit) &&
-                 t.offset < layout_.unit_end(unit)) {  // my experts, whole, once per expert group (and tp)
-        s += states_->grad_sumsq(t.offset, t.offset + t.numel);
-      }
-      continue;
-    }
-    const bool dense_here = !ep_sharded_ || ep_->rank() == 0;  // sharded over dp only: every ep rank holds it
-    if (overlaps && (!t.replicated() || replicated_here) && dense_here)
-      s += states_->grad_sumsq(std::max(lo, t.offset), std::min(hi, t.offset + t.numel));
+    const bool in_unit = t.offset >= layout_.unit_begin(unit) && t.offset < layout_.unit_end(unit);
+    if (experts_ && t.expert && !ep_sharded_ && !in_unit) continue;  // counted whole: with its own unit
+    const auto [a, b] = norm_part(t, lo, hi);
+    if (a < b) s += states_->grad_sumsq(a, b);
   }
   return s;
 }

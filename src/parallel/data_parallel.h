@@ -118,8 +118,12 @@ class DataParallel : public UnitAccess<T> {
   // parallelism, a unit's part of Σ g².
   void reduce_replicated_grads();
   double unit_grad_sumsq(int unit, size_t lo, size_t hi) const;  // Σ g² of [lo, hi) ⊂ the unit, once per parameter
+  // The part of tensor t whose g² this rank adds to the norm, given its part [lo, hi) of the flat range (empty if
+  // another rank counts it): a tensor whole on every tp rank on tp rank 0; with experts, see across_tp.cpp.
+  std::pair<size_t, size_t> norm_part(const TensorSpec& t, size_t lo, size_t hi) const;
   // ZeRO/FSDP with expert parallelism (across_ep.cpp): this rank's shard of the dense gradients summed over ep.
   void reduce_dense_over_ep();
+  std::vector<std::pair<size_t, size_t>> dense_runs(size_t lo, size_t hi) const;  // [lo, hi) less the experts
   // The exact mode (exact_grads.cpp): a unit's per-sample gradients, added into the order-free sums when done; the
   // ranks' sums combined and rounded once; the norm as one order-free sum.
   T* exact_unit_grads(int unit);

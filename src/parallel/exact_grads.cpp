@@ -65,18 +65,29 @@ void DataParallel<T>::finish_exact_gradients() {
     all_reduce_runs<ExactSum>(
         *tp_, "replicated_grads", [&](size_t i) { return sums + i; }, runs, ledger_);
   }
-  Communicator::Purpose tag(*shard_, "exact_grads");
   const size_t padded = shards_.padded();
-  if (shard_->size() == 1) {  // one process (or a group of one): nothing to combine
+  if (experts_ && !ep_sharded_) {  // DP with experts: the dense runs over dp × cp × ep, each expert's over dp × cp
+    for (const SyncRange& r : sync_ranges(0, padded)) {
+      if (r.group->size() == 1) continue;
+      Communicator::Purpose tag(*r.group, "exact_grads");
+      r.group->all_reduce(sums + r.lo, r.hi - r.lo);
+    }
+  } else if (shard_->size() == 1) {  // one process (or a group of one): nothing to combine
   } else if (strategy_ == Strategy::dp) {
+    Communicator::Purpose tag(*shard_, "exact_grads");
     shard_->all_reduce(sums, padded);
   } else {
+    Communicator::Purpose tag(*shard_, "exact_grads");
     shard_->reduce_scatter(sums, shards_.counts(0, padded));
     if (across_ && across_->size() > 1) {
       Communicator::Purpose tag_across(*across_, "exact_grads");
       across_->all_reduce(sums + shards_.my_begin(), shards_.my_end() - shards_.my_begin());
     }
   }
+  if (ep_sharded_)  // ZeRO/FSDP with experts: my shard of the dense sums still lacks the other ep ranks' samples
+    all_reduce_runs<ExactSum>(
+        *ep_, "exact_grads", [&](size_t i) { return sums + i; }, dense_runs(shards_.my_begin(), shards_.my_end()),
+        ledger_);
   // Each element rounded once, into the store's range (all of it under DP, this rank's shard otherwise).
   FlatStore<T>& g = states_->grads();
   const size_t lo = g.begin(), hi = g.end();
@@ -91,21 +102,18 @@ double DataParallel<T>::exact_grad_norm() {
   const FlatStore<T>& g = states_->grads();
   const size_t lo = std::max(shards_.my_begin(), g.begin()), hi = std::min(shards_.my_end(), g.end());
   ExactSum s;
-  if (lo < hi) {
-    Buffer<T> values(ledger_, Mem::workspace, hi - lo, alignment_phase<T>(lo), "exact.norm", false);
-    g.load(values.data(), lo, hi);
-    const bool replicated_here = !tp_ || tp_->rank() == 0;  // a tensor whole on every tp rank counts once
-    for (const TensorSpec& t : layout_.tensors()) {
-      const size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.numel);
-      if (a >= b || (t.replicated() && !replicated_here)) continue;
-      for (size_t i = a; i < b; ++i) {
-        const double v = static_cast<double>(values.data()[i - lo]);
-        exact_add(s, v * v);
-      }
+  for (const TensorSpec& t : layout_.tensors()) {
+    const auto [a, b] = norm_part(t, lo, hi);
+    if (a >= b) continue;
+    Buffer<T> values(ledger_, Mem::workspace, b - a, alignment_phase<T>(a), "exact.norm", false);
+    g.load(values.data(), a, b);
+    for (size_t i = 0; i < b - a; ++i) {
+      const double v = static_cast<double>(values.data()[i]);
+      exact_add(s, v * v);
     }
   }
   // (hybrid: every node holds the same shards, so the node's ranks count them; the padding holds zeros)
-  for (Communicator* c : {tp_, shard_, pp_}) {
+  for (Communicator* c : {tp_, shard_, ep_sharded_ ? ep_ : nullptr, pp_}) {
     if (!c || c->size() == 1) continue;
     Communicator::Purpose tag(*c, "exact_norm");
     c->all_reduce(&s, 1);

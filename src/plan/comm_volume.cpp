@@ -67,8 +67,8 @@ std::vector<std::uint64_t> even_chunks(std::uint64_t total, std::uint64_t member
 
 // The exact mode (parallel/exact_grads.cpp): every rank's gradients as order-free sums of 32 bytes, combined once per
 // step after the last micro-batch (an all-reduce, or a reduce-scatter to the owners; hybrid: then an all-reduce of the
-// shard across nodes); the weights move as in the normal mode; and two sums of one element each, all-reduced: the
-// gradient norm over the shard group and the loss over the dp ranks.
+// shard across nodes); the weights move as in the normal mode; and sums of one element each, all-reduced: the
+// gradient norm over the shard group, and the loss (with experts also the two router losses) over the dp ranks.
 namespace {
 std::vector<CommPhase> exact_step_phases(const Layout& l, u64 rank, u64 S, u64 bp, bool cross) {
   constexpr u64 e = sizeof(ExactSum);
@@ -78,9 +78,9 @@ std::vector<CommPhase> exact_step_phases(const Layout& l, u64 rank, u64 S, u64 b
   auto ring = [&](const char* what, RingOp op, u64 times, u64 n, u64 elem_bytes, bool inter) {
     p.push_back(phase(what, op, times, n, equal_ring(op, n, S), elem_bytes, inter));
   };
-  auto one = [&](const char* what, u64 n, u64 member, bool inter) {  // a single element all-reduced over n
+  auto one = [&](const char* what, u64 n, u64 member, bool inter, u64 times = 1) {  // one element all-reduced over n
     p.push_back(
-        phase(what, O::all_reduce, 1, n, ring_sent_elements(O::all_reduce, even_chunks(1, n), member), e, inter));
+        phase(what, O::all_reduce, times, n, ring_sent_elements(O::all_reduce, even_chunks(1, n), member), e, inter));
   };
   u64 group = N, member = rank;  // the shard group: the norm's
   switch (l.strategy) {
@@ -107,7 +107,9 @@ std::vector<CommPhase> exact_step_phases(const Layout& l, u64 rank, u64 S, u64 b
     }
   }
   if (group > 1) one("all-reduce the norm's exact sum", group, member, l.strategy == Strategy::hybrid ? false : cross);
-  if (N > 1) one("all-reduce the loss's exact sum", N, rank, cross);
+  if (N > 1)
+    one(l.exact_scalars > 1 ? "all-reduce the losses' exact sums" : "all-reduce the loss's exact sum", N, rank, cross,
+        l.exact_scalars);
   return p;
 }
 }  // namespace

@@ -31,6 +31,8 @@ struct Layout {
   std::uint64_t ranks_per_node = 0;  // K; 0 = every rank on one node
   std::uint64_t accum = 1;           // A, micro-batches per optimizer step
   bool exact = false;                // --exact: gradients reduced once per step as 32-byte order-free sums
+  std::uint64_t exact_scalars = 1;   // --exact: one-element sums all-reduced over dp each step (the loss; with
+                                     // experts also the two router losses)
 };
 
 // "" if the layout is usable, else one line saying why (N, A ≥ 1; hybrid needs K ≥ 1 dividing N).

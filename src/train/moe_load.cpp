@@ -21,7 +21,7 @@ double load_imbalance(const std::vector<double>& slots) {
   return sum > 0 ? most / (sum / double(slots.size())) : 0.0;
 }
 
-MoeStepLoad step_moe_load(const GPTConfig& model, const MoeStats& mine, const GridSums& sums, int samples) {
+MoeStepLoad step_moe_load(const GPTConfig& model, const MoeStats& mine, const GridSums& sums, int samples, bool exact) {
   const MoeConfig& m = model.moe;
   MoeStepLoad s;
   for (int l = 0; l < model.layers; ++l)
@@ -31,7 +31,8 @@ MoeStepLoad step_moe_load(const GPTConfig& model, const MoeStats& mine, const Gr
   for (int l : s.layers)
     for (int e = 0; e < m.experts; ++e)
       v.push_back(size_t(l) < mine.load.size() && !mine.load[l].empty() ? mine.load[l][e] : 0.0);
-  v = sums.over_ranks(v);
+  v = sums.over_ranks(v);  // the slots are counts: exact in any order
+  if (exact) v[0] = sums.exact_over_ranks(mine.aux_terms), v[1] = sums.exact_over_ranks(mine.z_terms);
   const double blocks = double(s.layers.size());
   s.aux_loss = v[0] / (double(samples) * blocks);
   s.z_loss = v[1] / (double(samples) * model.seq * blocks);

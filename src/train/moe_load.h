@@ -34,7 +34,9 @@ double load_imbalance(const std::vector<double>& slots);
 
 // Collective over the grid: the step's statistics of this rank's chunks (MoeStats, summed over them) added over
 // the ranks that hold other samples or other blocks. samples: the global batch.
-MoeStepLoad step_moe_load(const GPTConfig& model, const MoeStats& mine, const GridSums& sums, int samples);
+// exact (--exact): the two losses from their order-free sums, so every layout reports the same bits.
+MoeStepLoad step_moe_load(const GPTConfig& model, const MoeStats& mine, const GridSums& sums, int samples,
+                          bool exact = false);
 
 // The run's sum of its steps' loads (drops and per-expert slots added; the losses and imbalance added, for a mean).
 void add_step_load(MoeStepLoad& run, const MoeStepLoad& step);

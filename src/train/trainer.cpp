@@ -176,7 +176,7 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     if (cfg.model.moe.on()) {
       MoeStats mine;  // this rank's chunks' blocks
       for (ModelChunk<T>* c : chunk_ptrs) mine.add(c->take_moe_stats());
-      moe = step_moe_load(cfg.model, mine, engine.sums(), cfg.global_batch);
+      moe = step_moe_load(cfg.model, mine, engine.sums(), cfg.global_batch, pl.exact);
       add_step_load(moe_run, *moe);
       ++moe_steps;
     }

@@ -44,7 +44,7 @@ struct Case {
     b2 = randn(size_t(E) * C, 6, 0.1);
   }
   MoeWeights<const double*> weights() const { return {wr.data(), w1.data(), b1.data(), w2.data(), b2.data()}; }
-  MoeShape shape() const { return MoeShape{d, F, 0, d.E}; }
+  MoeShape shape() const { return MoeShape{d, F, 0, d.E, {}}; }
   Vec forward(MoeRecord<double>& rec) const {
     Vec out(size_t(d.R) * d.C);
     moe_forward(out.data(), rec, x.data(), weights(), shape(), in_place, test_ledger);
