@@ -244,6 +244,7 @@ void moe_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
                  std::to_string(o.gpt.layers)};
     if (v.moe_ffn > (u64(1) << 24)) throw Fail{"--moe-ffn expects an integer in [0, 16777216]"};
     o.gpt.moe = ExpertDims{v.moe_experts, v.moe_top_k, v.moe_every, v.moe_ffn};
+    o.dp.layout.exact_scalars = 3;  // --exact: the loss and the router's two losses, each an order-free sum
   }
   if (!f.given("--ep")) return;
   if (v.ep < 1 || v.ep > 4096) throw Fail{"--ep expects an integer in [1, 4096]"};
@@ -262,6 +263,7 @@ void moe_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   q.accum = o.pp_given ? u64(o.pp.micro_batches) : o.sharding ? o.dp.layout.accum : 1;
   q.dp = o.sharding ? o.dp.layout.dp : 1;
   q.strategy = o.sharding ? o.dp.layout.strategy : Strategy::dp;
+  q.exact = o.sharding && o.dp.layout.exact;
   if (q.strategy == Strategy::hybrid) throw Fail{"--ep with --fsdp hybrid: not supported (a run refuses it too)"};
   o.ep_given = true;
 }

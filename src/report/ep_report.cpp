@@ -1,6 +1,8 @@
 // report/ep_report.cpp — the expert-parallel section of `shardlab plan` (see ep_report.h).
 #include "report/ep_report.h"
 
+#include "core/exact_sum.h"
+
 #include <ostream>
 #include <string>
 
@@ -66,7 +68,8 @@ void print_expert_parallel(std::ostream& out, const EpRequest& q, const Recipe& 
   out << "\n";
   if (q.strategy != Strategy::dp) {  // ZeRO/FSDP shard over the ranks that hold the same experts: dp, not dp·e
     const PerCategory st = per_rank_model_state_bytes(recipe, mine, Layout{q.strategy, q.dp, 0, q.accum});
-    const u64 dense = mine - Lm * (E / e) * expert, gb = bytes_per_param(recipe)[Mem::grad];
+    const u64 dense = mine - Lm * (E / e) * expert;
+    const u64 gb = q.exact ? sizeof(ExactSum) : bytes_per_param(recipe)[Mem::grad];
     out << "  with " << strategy_label(q.strategy) << " over the dp = " << q.dp
         << " ranks that hold the same experts (not dp·e: the other ep ranks hold other\n  experts): "
         << commas(st.total()) << " B of model states per rank (" << model_state_formula(recipe, q.strategy)

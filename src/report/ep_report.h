@@ -21,6 +21,7 @@ struct EpRequest {
   std::uint64_t accum = 1;                  // A: micro-batches per step (--accum with --dp, --micro-batches with --pp)
   std::uint64_t dp = 1;                     // the dp ranks holding the same experts (their gradients' group)
   Strategy strategy = Strategy::dp;         // --zero / --fsdp: shard over those dp ranks (parallel/across_ep.cpp)
+  bool exact = false;                       // --exact: the gradients travel as 32-byte order-free sums
   bool mixtral = false;                     // --preset 7b: the Mixtral-8x7B-like example
 };
 
