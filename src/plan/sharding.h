@@ -31,6 +31,9 @@ struct Layout {
   std::uint64_t ranks_per_node = 0;  // K; 0 = every rank on one node
   std::uint64_t accum = 1;           // A, micro-batches per optimizer step
   bool exact = false;                // --exact: gradients reduced once per step as 32-byte order-free sums
+  // Context-parallel ranks inside N (N = dp·cp, the gradient group): the exact mode's loss sum merges over cp on
+  // its own axis, then over the N/cp dp ranks (parallel/grid_sums.cpp).
+  std::uint64_t cp = 1;
 };
 
 // "" if the layout is usable, else one line saying why (N, A ≥ 1; hybrid needs K ≥ 1 dividing N).
