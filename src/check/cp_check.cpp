@@ -2,6 +2,7 @@
 #include "check/cp_check.h"
 
 #include "check/ledger_read.h"
+#include "plan/exact_cp_bytes.h"
 
 namespace shardlab::plan {
 
@@ -18,7 +19,45 @@ u64 moved(const Json& t, bool send, const std::string& where) {
 }
 }  // namespace
 
+namespace {
+// The exact mode: the all-to-alls of whole samples' rows (plan/exact_cp_bytes.h), no ring.
+CpRow check_exact_cp_rank(const Json& rank, const CpShape& shape, u64 steps, const std::string& where) {
+  CpRow row;
+  const ExactCpStep f = exact_cp_step(shape, shape.head);
+  row.blocks = shape.blocks;
+  row.message_bytes = f.sent_per_call;
+  row.message_elements = f.call_elements;
+  row.formula.messages = f.calls;
+  row.formula.forward = f.sent();  // every call in one total
+  for (const Json& t : need(need(rank, "comm", where), "totals", where + ".comm")) {
+    const std::string w = where + ".comm.totals[]";
+    if (need_string(t, "axis", w) != "cp") continue;
+    const std::string op = need_string(t, "op", w);
+    if (op == "send" || op == "recv") row.bad_records.push_back("a ring message (" + op + ") in the exact mode");
+    if (op != "all_to_all") continue;
+    if (!t.contains("purpose") || t.at("purpose") != "exact_rows")
+      row.bad_records.push_back("an all-to-all on cp under another purpose than exact_rows");
+    row.sends += need_u64(t, "calls", w);
+    row.receives += need_u64(t, "calls", w);
+    row.sent_elements += need_u64(t, "elements", w);
+    row.sent += moved(t, true, w);
+    row.received += moved(t, false, w);
+  }
+  row.received_elements = row.sent_elements;
+  const Json& memory = need(rank, "memory", where);
+  row.buffer_formula = exact_cp_comm_buffer(shape, shape.micro_batch);
+  row.buffer_measured =
+      need_u64(need(memory, "comm_buffer", where + ".memory"), "current", where + ".memory.comm_buffer");
+  row.totals_match = times_equals(f.calls, steps, row.sends) &&
+                     times_equals(f.calls * f.call_elements, steps, row.sent_elements) &&
+                     times_equals(f.sent(), steps, row.sent) && times_equals(f.sent(), steps, row.received);
+  row.match = row.totals_match && row.bad_records.empty() && row.buffer_measured == row.buffer_formula;
+  return row;
+}
+}  // namespace
+
 CpRow check_cp_rank(const Json& rank, const CpShape& shape, u64 steps, const std::string& where) {
+  if (shape.exact) return check_exact_cp_rank(rank, shape, steps, where);
   CpRow row;
   row.formula = cp_step_bytes(shape);
   row.blocks = shape.blocks;

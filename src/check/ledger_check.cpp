@@ -76,6 +76,7 @@ void read_layout(const Json& j, LedgerCheck* c) {
       throw std::runtime_error("unknown layout.cp_split \"" + word + "\"");
   }
   c->layout.dp = c->grid_dp * c->cp * c->ep;  // the gradient group: dp × cp × ep (comm/process_grid.h)
+  c->layout.cp = c->cp;
   if (l.contains("ranks_per_node")) c->world_ranks_per_node = need_u64(l, "ranks_per_node", "layout");
   if (c->world_ranks_per_node % c->tp != 0)
     throw std::runtime_error("layout.ranks_per_node is not a multiple of layout.tp (tp partners share a node)");
@@ -195,7 +196,7 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
     if (s % chunks != 0 || (c.sequence_parallel && s / c.cp % c.tp != 0))
       throw std::runtime_error("layout: seq " + std::to_string(s) + " does not split into " + std::to_string(chunks) +
                                " equal " + word_of(kContextSplitWords, c.cp_split) + " chunks (and s/c over tp)");
-    if (c.activation_shape.attention != AttentionKernel::flash)
+    if (c.activation_shape.attention != AttentionKernel::flash && !c.layout.exact)
       throw std::runtime_error("layout.cp " + std::to_string(c.cp) + " with naive attention: no run does that");
   }
   read_moe_section(j, &c);  // the experts (claim C25), if any
@@ -323,6 +324,8 @@ LedgerCheck check_ledger_text(const std::string& json_text) {
       cs.accum = c.layout.accum;
       cs.recompute = a.recompute;
       cs.elem_bytes = u64(c.recipe.compute_bytes());
+      cs.exact = c.layout.exact;
+      cs.head = c.pp > 1 ? stage_facts(c, rc.pp_rank).head : true;
       rc.cp = check_cp_rank(*by_rank[k], cs, c.steps, where);
     }
     c.ranks.push_back(rc);

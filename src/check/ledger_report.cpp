@@ -135,6 +135,26 @@ void print_pp(std::ostream& out, const LedgerCheck& c) {
 void print_cp(std::ostream& out, const LedgerCheck& c) {
   if (!c.cp_checked) return;
   const CpRow& r0 = c.ranks.at(0).cp;
+  if (c.layout.exact) {  // no ring: whole samples inside the regions (plan/exact_cp_bytes.h)
+    out << "\nThe exact mode's cp over c = " << c.cp << " (" << word_of(kContextSplitWords, c.cp_split)
+        << " split; plan/exact_cp_bytes.h): all-to-alls on axis cp, purpose exact_rows, no ring\n"
+        << "per step, formula vs comm.totals / " << c.steps
+        << " steps; one all-to-all sends (c−1)·(b/c)·(s/c)·h·e = " << commas(r0.message_bytes)
+        << " B; 10 per block and micro-batch (+4 with full recompute), 3 for the head\n";
+    Table t({"rank", "dp", "pp", "cp", "tp", "all-to-alls", "measured", "bytes formula", "sent", "received",
+             "comm_buffer formula", "measured", "match"});
+    for (const RankCheck& rc : c.ranks) {
+      const CpRow& r = rc.cp;
+      t.row({std::to_string(rc.rank), std::to_string(rc.dp_rank), std::to_string(rc.pp_rank),
+             std::to_string(rc.cp_rank), std::to_string(rc.tp_rank), commas(r.formula.messages),
+             per_step(r.sends, c.steps), commas(r.formula.total()), per_step(r.sent, c.steps),
+             per_step(r.received, c.steps), commas(r.buffer_formula), commas(r.buffer_measured),
+             r.match ? "yes" : "NO"});
+    }
+    t.print(out);
+    for (const std::string& bad : r0.bad_records) out << "  rank 0: " << bad << "\n";
+    return;
+  }
   out << "\nRing attention over c = " << c.cp << " (" << word_of(kContextSplitWords, c.cp_split)
       << " split; claim C24; plan/cp_bytes.h): point-to-point messages on axis cp\n"
       << "per step, formula vs comm.totals / " << c.steps

@@ -12,6 +12,7 @@
 #include "model/layernorm.h"
 #include "model/linear.h"
 #include "model/region_products.h"
+#include "model/whole_samples.h"
 
 namespace shardlab {
 
@@ -21,8 +22,9 @@ struct Dropouts {
   Dropout attn, proj, mlp;
   Dropouts(const BlockRun& run, const BlockDims& d) {
     auto make = [&](const char* site) {
-      return Dropout::make(run.dropout, run.drop.seed, site, run.drop.step, d.layer, run.drop.first_sample, d.T, d.C,
-                           d.heads_total, d.first_head, d.first_row, d.pos);
+      return Dropout::make(run.dropout, run.drop.seed, site, run.drop.step, d.layer,
+                           run.drop.first_sample + d.first_sample, d.T, d.C, d.heads_total, d.first_head, d.first_row,
+                           d.pos);
     };
     attn = make("dropout:attn");
     proj = make("dropout:proj");
@@ -49,43 +51,44 @@ void note_routing(MoeStats& stats, const MoeRouting<T>& r, const BlockDims& d) {
     for (int e = 0; e < d.experts; ++e) load[e] += r.routed(g)[e];
 }
 
-// The dense MLP's forward: out = fcproj(gelu(fc(ln2))) (R, C), through the tensor-parallel region.
+// The dense MLP's forward: out = fcproj(gelu(fc(ln2))) (R, C), through the tensor-parallel region (dr: its
+// dimensions, whole_samples.h).
 template <class T>
 void mlp_forward(BlockRecord<T>& rec, T* out, const T* ln2, const BlockTensors<const T*>& w, const BlockDims& d,
-                 BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger) {
+                 const BlockDims& dr, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger) {
   const int C = d.C, F = d.F;
-  const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
+  const int R = static_cast<int>(d.rows()), N = static_cast<int>(dr.region_rows());
   const T* h2 = hooks.enter(ln2, ws.full_a, d);
   T* fc = produce(rec.fc, ws.fc);
-  column_forward(fc, h2, w.fc_w, w.fc_b, N, C, F, d.split, d.mlp_chunk());
+  column_forward(fc, h2, w.fc_w, w.fc_b, N, C, F, dr.split, d.mlp_chunk());
   keep(rec.fc, fc);
   T* gelu = produce(rec.gelu, ws.gelu);
   gelu_forward(gelu, fc, static_cast<size_t>(N) * F);
   keep(rec.gelu, gelu);
   T* partial2 = N == R ? out : ws.full_b;
-  row_forward_leave(partial2, out, gelu, w.fcproj_w, N, F, C, d, d.mlp_chunk(), hooks, ledger);
+  row_forward_leave(partial2, out, gelu, w.fcproj_w, N, F, C, dr, d.mlp_chunk(), hooks, ledger);
   MatMap<T>(out, R, C).rowwise() += ConstVecMap<T>(w.fcproj_b, C);
 }
 
 // The dense MLP's backward from its output's gradient (R, C): returns where d(ln2) is (R rows, in place in ws.d_ln).
 template <class T>
 T* mlp_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockRecord<T>& rec, const T* d_mlp_out,
-                const T* ln2, const BlockDims& d, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger,
-                const BlockTensors<ExactSum*>* sums) {
+                const T* ln2, const BlockDims& d, const BlockDims& dr, BlockScratch<T>& ws, RegionHooks<T>& hooks,
+                MemoryLedger& ledger, const BlockTensors<ExactSum*>* sums) {
   const int C = d.C, F = d.F;
-  const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
+  const int R = static_cast<int>(d.rows()), N = static_cast<int>(dr.region_rows());
   const T* fc = use(rec.fc, ws.fc);
   const T* gelu = use(rec.gelu, ws.gelu);
   const T* dy2 = hooks.leave_backward(d_mlp_out, ws.full_b, d);
   row_backward(ws.d_gelu, g.fcproj_w, N == R && !sums ? g.fcproj_b : static_cast<T*>(nullptr), dy2, gelu, w.fcproj_w, N,
-               F, C, d.split, d.mlp_chunk());
+               F, C, dr.split, d.mlp_chunk());
   if (sums)
     bias_backward_exact(sums->fcproj_b, d_mlp_out, R, C);
   else if (N != R)
     bias_backward(g.fcproj_b, d_mlp_out, R, C, d.split);
   gelu_backward(ws.d_fc, ws.d_gelu, fc, static_cast<size_t>(N) * F);
   return column_backward_enter(ws.d_ln, g.fc_w, g.fc_b, ws.d_fc, hooks.region_input(ln2, ws.full_a, d), w.fc_w, N, C, F,
-                               d, d.mlp_chunk(), hooks, ledger);
+                               dr, d.mlp_chunk(), hooks, ledger);
 }
 
 }  // namespace
@@ -93,15 +96,16 @@ T* mlp_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockRecor
 template <class T>
 void allocate_block_record(BlockRecord<T>& rec, const BlockDims& d, const ActivationPolicy& policy,
                            MemoryLedger& ledger) {
-  const size_t R = d.rows(), N = d.region_rows(), C = d.C, CL = d.CL(), F = d.F;
+  const BlockDims dr = region_of(d);  // the tensors inside the regions: this rank's region rows
+  const size_t R = d.rows(), N = dr.region_rows(), C = d.C, CL = d.CL(), F = d.F;
   const bool h = policy.bf16;
   rec.ln1 = Saved<T>(ledger, "block.ln1", R * C, h);
   rec.ln1_mean = Saved<T>(ledger, "block.ln1_mean", R, false);
   rec.ln1_rstd = Saved<T>(ledger, "block.ln1_rstd", R, false);
   rec.qkv = Saved<T>(ledger, "block.qkv", N * 3 * CL, h);
-  if (keeps_probs(policy)) rec.probs = Saved<T>(ledger, "block.probs", size_t(d.B) * d.NH * d.T * d.T, h);
+  if (keeps_probs(policy)) rec.probs = Saved<T>(ledger, "block.probs", size_t(dr.B) * d.NH * d.T * d.T, h);
   if (policy.attention == AttentionKernel::flash)
-    rec.lse = Saved<T>(ledger, "block.lse", size_t(d.B) * d.NH * d.T_ctx, false);
+    rec.lse = Saved<T>(ledger, "block.lse", size_t(dr.B) * d.NH * dr.T_ctx, false);
   rec.atty = Saved<T>(ledger, "block.atty", N * CL, h);
   rec.resid_mid = Saved<T>(ledger, "block.resid_mid", R * C, h);
   rec.ln2 = Saved<T>(ledger, "block.ln2", R * C, h);
@@ -116,8 +120,9 @@ template <class T>
 void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w, const BlockDims& d,
                    const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger) {
   const int B = d.B, C = d.C, CL = d.CL();
-  const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
-  const Dropouts drop(run, d);
+  const BlockDims dr = region_of(d);  // inside the regions (whole_samples.h)
+  const int R = static_cast<int>(d.rows()), N = static_cast<int>(dr.region_rows());
+  const Dropouts drop(run, d), region_drop(run, dr);
   const T* x = rec.x.half() ? ws.x : rec.x.data();
 
   // Attention sublayer: resid_mid = x + drop(proj(attention(qkv(ln1(x))))).
@@ -126,26 +131,26 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
   keep(rec.ln1, ln1);
   const T* h1 = hooks.enter(ln1, ws.full_a, d);
   T* qkv = produce(rec.qkv, ws.qkv);
-  column_forward(qkv, h1, w.qkv_w, w.qkv_b, N, C, 3 * CL, d.split, 3 * d.HD);  // a head's q, k, v: one chunk
+  column_forward(qkv, h1, w.qkv_w, w.qkv_b, N, C, 3 * CL, dr.split, 3 * d.HD);  // a head's q, k, v: one chunk
   keep(rec.qkv, qkv);
   T* atty = produce(rec.atty, ws.atty);
-  const AttentionDims ad{B, d.T, CL, d.NH};
+  const AttentionDims ad{dr.B, d.T, CL, d.NH};
   {
     AttentionFlops attention_flops;
     if (hooks.attention_forward(atty, rec.lse.data(), qkv, d, drop.attn, ws.attention)) {
       // context parallelism: ring attention over every rank's keys (the flash kernel's contract)
     } else if (run.policy.attention == AttentionKernel::flash) {
-      flash_attention_forward(atty, rec.lse.data(), qkv, ad, drop.attn, ws.attention);
+      flash_attention_forward(atty, rec.lse.data(), qkv, ad, region_drop.attn, ws.attention);
     } else {
       T* probs = rec.probs.exists() ? produce(rec.probs, ws.probs) : ws.probs;
-      attention_forward(atty, probs, qkv, ad, drop.attn, ws.attention, run.policy.bf16);
+      attention_forward(atty, probs, qkv, ad, region_drop.attn, ws.attention, run.policy.bf16);
       if (rec.probs.exists()) rec.probs.store(probs);  // already rounded, as produced
     }
   }
   keep(rec.atty, atty);
   T* resid_mid = produce(rec.resid_mid, ws.resid_mid);
   T* partial = N == R ? resid_mid : ws.full_b;  // (N, C): this rank's share of W^O's sum
-  row_forward_leave(partial, resid_mid, atty, w.proj_w, N, CL, C, d, d.HD, hooks, ledger);
+  row_forward_leave(partial, resid_mid, atty, w.proj_w, N, CL, C, dr, d.HD, hooks, ledger);
   MatMap<T>(resid_mid, R, C).rowwise() += ConstVecMap<T>(w.proj_b, C);  // the bias once, after the sum
   if (drop.proj.active()) drop.proj.apply_activation(resid_mid, B, d.T_local);
   MatMap<T>(resid_mid, R, C) += ConstMatMap<T>(x, R, C);  // residual 1
@@ -159,7 +164,7 @@ void block_forward(BlockRecord<T>& rec, T* out, const BlockTensors<const T*>& w,
     moe_forward(out, rec.moe, ln2, w.moe, d.moe(), hooks, ledger);
     if (run.moe_stats) note_routing(*run.moe_stats, rec.moe.routing, d);
   } else {
-    mlp_forward(rec, out, ln2, w, d, ws, hooks, ledger);
+    mlp_forward(rec, out, ln2, w, d, dr, ws, hooks, ledger);
   }
   if (drop.mlp.active()) drop.mlp.apply_activation(out, B, d.T_local);
   MatMap<T>(out, R, C) += ConstMatMap<T>(resid_mid, R, C);  // residual 2
@@ -171,7 +176,8 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
                     const BlockRun& run, BlockScratch<T>& ws, RegionHooks<T>& hooks, MemoryLedger& ledger,
                     const BlockTensors<ExactSum*>* sums) {
   const int B = d.B, C = d.C, CL = d.CL();
-  const int R = static_cast<int>(d.rows()), N = static_cast<int>(d.region_rows());
+  const BlockDims dr = region_of(d);  // inside the regions (whole_samples.h)
+  const int R = static_cast<int>(d.rows()), N = static_cast<int>(dr.region_rows());
   const size_t RC = static_cast<size_t>(R) * C;
   if (run.policy.recompute == Recompute::full) {  // claim C27: the block's forward once more
     FlopPhase phase(Flop::block_recompute);
@@ -181,7 +187,7 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
                   BlockRun{{run.policy.bf16, Recompute::none, run.policy.attention}, run.dropout, run.drop}, ws, hooks,
                   ledger);
   }
-  const Dropouts drop(run, d);
+  const Dropouts drop(run, d), region_drop(run, dr);
   const T* x = use(rec.x, ws.x);
   const T* ln1 = use(rec.ln1, ws.ln1);
   const T* qkv = use(rec.qkv, ws.qkv);
@@ -204,7 +210,7 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
     moe_backward(d_ln2, g.moe, d_mlp_out, rec.moe, ln2, w.moe, d.moe(), T(run.aux_weight), T(run.z_weight), hooks,
                  ledger, sums ? &sums->moe : nullptr);
   else
-    d_ln2 = mlp_backward(g, w, rec, d_mlp_out, ln2, d, ws, hooks, ledger, sums);
+    d_ln2 = mlp_backward(g, w, rec, d_mlp_out, ln2, d, dr, ws, hooks, ledger, sums);
   layernorm_backward(ws.d_res, g.ln2_w, g.ln2_b, d_ln2, resid_mid, w.ln2_w, rec.ln2_mean.data(), rec.ln2_rstd.data(), R,
                      C, d.split, sums ? sums->ln2_w : nullptr,
                      sums ? sums->ln2_b : nullptr);  // ws.d_res = d(resid_mid)
@@ -214,29 +220,29 @@ void block_backward(BlockTensors<T*>& g, const BlockTensors<const T*>& w, BlockR
   const T* dy1 = hooks.leave_backward(d_proj_out, ws.full_b, d);
   T* d_atty = ws.d_fc;  // reuse: (N, CL) fits in (N, F)
   row_backward(d_atty, g.proj_w, N == R && !sums ? g.proj_b : static_cast<T*>(nullptr), dy1, atty, w.proj_w, N, CL, C,
-               d.split, d.HD);
+               dr.split, d.HD);
   if (sums)
     bias_backward_exact(sums->proj_b, d_proj_out, R, C);
   else if (N != R)
     bias_backward(g.proj_b, d_proj_out, R, C, d.split);
-  const AttentionDims ad{B, d.T, CL, d.NH};
+  const AttentionDims ad{dr.B, d.T, CL, d.NH};
   {
     AttentionFlops attention_flops;
     if (hooks.attention_backward(ws.d_qkv, d_atty, atty, qkv, rec.lse.data(), d, drop.attn, ws.attention)) {
       // context parallelism: K/V around the ring again, dK/dV home
     } else if (run.policy.attention == AttentionKernel::flash) {
-      flash_attention_backward(ws.d_qkv, d_atty, atty, qkv, rec.lse.data(), ad, drop.attn, ws.attention);
+      flash_attention_backward(ws.d_qkv, d_atty, atty, qkv, rec.lse.data(), ad, region_drop.attn, ws.attention);
     } else {
       const T* probs = rec.probs.exists() ? use(rec.probs, ws.probs) : ws.probs;
       if (!rec.probs.exists()) {  // claim C28: selective recompute re-runs only the s² part
         FlopPhase phase(Flop::block_recompute);
         attention_probs(ws.probs, qkv, ad, run.policy.bf16);
       }
-      attention_backward(ws.d_qkv, d_atty, qkv, probs, ad, drop.attn, ws.attention);
+      attention_backward(ws.d_qkv, d_atty, qkv, probs, ad, region_drop.attn, ws.attention);
     }
   }
   T* d_ln1 = column_backward_enter(ws.d_ln, g.qkv_w, g.qkv_b, ws.d_qkv, hooks.region_input(ln1, ws.full_a, d), w.qkv_w,
-                                   N, C, 3 * CL, d, 3 * d.HD, hooks, ledger);
+                                   N, C, 3 * CL, dr, 3 * d.HD, hooks, ledger);
   layernorm_backward(ws.d_res, g.ln1_w, g.ln1_b, d_ln1, x, w.ln1_w, rec.ln1_mean.data(), rec.ln1_rstd.data(), R, C,
                      d.split, sums ? sums->ln1_w : nullptr, sums ? sums->ln1_b : nullptr);  // ws.d_res = d(x)
   rec.release_all_but_input();

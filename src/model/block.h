@@ -58,6 +58,8 @@ struct BlockDims {
   int first_row = 0;    // which of the T_ctx tokens is this rank's first residual row
   TokenPositions pos;   // the global position of each of the T_ctx tokens (token_positions.h)
   int layer = 0;        // global layer index
+  // The first of the micro-batch's samples these dimensions hold (inside a region under --exact --cp: whole_samples.h).
+  int first_sample = 0;
   // A block with experts in place of the MLP (moe.h): E experts (0: the dense MLP), k per token, each of width
   // expert_ffn, at most `capacity` slots per expert per sample (0: all); this rank's [first_expert, + local).
   int experts = 0, top_k = 0, expert_ffn = 0, capacity = 0, first_expert = 0, local_experts = 0;

@@ -8,6 +8,7 @@
 #include "model/layernorm.h"
 #include "model/linear.h"
 #include "model/region_products.h"
+#include "model/whole_samples.h"
 
 namespace shardlab {
 
@@ -25,25 +26,30 @@ double head_forward(HeadRecord<T>& h, const int32_t* targets, UnitAccess<T>& acc
   h.lnf_mean = Saved<T>(ledger, "head.lnf_mean", R, false);
   h.lnf_rstd = Saved<T>(ledger, "head.lnf_rstd", R, false);
   // The loss's softmax in the compute type: this rank's V/t columns of the head's rows (d.region_rows():
-  // with sequence parallelism the head runs the whole sequence; without, its rows are the residual's).
+  // with sequence parallelism the head runs the whole sequence; without, its rows are the residual's; the exact
+  // mode under cp: this rank's whole samples, whole_samples.h).
   const int t = slice.tp, Vl = V / t, v0 = slice.tp_rank * Vl;
-  const size_t N = t > 1 ? d.region_rows() : R;
+  const BlockDims dr = region_of(d);
+  const bool whole = runs_whole_samples(d);
+  const size_t N = t > 1 || whole ? dr.region_rows() : R;
   h.probs = Saved<T>(ledger, "head.probs", N * Vl, false);
   T* lnf = produce(h.lnf, ws.ln1);
   layernorm_forward(lnf, h.lnf_mean.data(), h.lnf_rstd.data(), hx, P(layout.lnf_w), P(layout.lnf_b),
                     static_cast<int>(R), C);
   keep(h.lnf, lnf);
-  if (t == 1) {  // the whole head on one rank: no seam at all
+  if (t == 1 && !whole) {  // the whole head on one rank: no seam at all
     column_forward(h.probs.data(), lnf, P(layout.lm_head), static_cast<const T*>(nullptr), static_cast<int>(R), C, V,
                    d.split, V / cfg.heads);
     access.params_done(unit, false);
     return cross_entropy_forward(h.probs.data(), targets, static_cast<int>(R), V, loss_terms);
   }
-  // Vocabulary-parallel: f (SP: the all-gather along s), this rank's logits, the parallel cross-entropy.
+  // Vocabulary-parallel: f (SP: the all-gather along s), this rank's logits, the parallel cross-entropy. (The
+  // exact mode under cp: the rows of this rank's whole samples gathered first.)
   const T* in = hooks.head_input(lnf, ws.full_a, d);
   column_forward(h.probs.data(), in, P(layout.lm_head), static_cast<const T*>(nullptr), static_cast<int>(N), C, Vl,
-                 d.split, V / cfg.heads);
+                 dr.split, V / cfg.heads);
   access.params_done(unit, false);
+  if (t == 1) return cross_entropy_forward(h.probs.data(), targets, static_cast<int>(N), V, loss_terms);
   Buffer<T> stats(ledger, Mem::workspace, 3 * N, 0, nullptr, false);
   const bool sp = slice.sequence_parallel;
   return vocab_parallel_cross_entropy_forward(
@@ -65,17 +71,19 @@ void head_backward(HeadRecord<T>& h, const int32_t* targets, T loss_scale, UnitA
   auto G = [&](size_t offset) { return gbase + (offset - layout.unit_begin(unit)); };
   const int t = slice.tp, Vl = V / t, v0 = slice.tp_rank * Vl;
   if (d.split.exact) {  // linear_exact.h: the input gradient summed order-free over vocabulary chunks of V/heads
-    const int N = static_cast<int>(t == 1 ? R : d.region_rows());
+    const BlockDims dr = region_of(d);  // under cp: this rank's whole samples (whole_samples.h)
+    const bool whole = runs_whole_samples(d);
+    const int N = static_cast<int>(t == 1 && !whole ? R : dr.region_rows());
     if (t == 1)
       cross_entropy_backward(h.probs.data(), targets, N, V, loss_scale);
     else
       vocab_parallel_cross_entropy_backward(h.probs.data(), targets, N, Vl, v0, loss_scale);
-    const T* in = t == 1 ? use(h.lnf, ws.ln1) : hooks.head_input(use(h.lnf, ws.ln1), ws.full_a, d);
-    exact_detail::Sums<T> s(ledger, N, C, d.split.groups, Vl / (V / cfg.heads));
+    const T* in = t == 1 && !whole ? use(h.lnf, ws.ln1) : hooks.head_input(use(h.lnf, ws.ln1), ws.full_a, d);
+    exact_detail::Sums<T> s(ledger, N, C, dr.split.groups, Vl / (V / cfg.heads));
     linear_backward_exact(static_cast<T*>(nullptr), s.sums.data(), s.scratch.data(), G(layout.lm_head),
-                          static_cast<T*>(nullptr), h.probs.data(), in, P(layout.lm_head), N, C, Vl, d.split,
+                          static_cast<T*>(nullptr), h.probs.data(), in, P(layout.lm_head), N, C, Vl, dr.split,
                           Chunks{V / cfg.heads, 0});
-    hooks.head_input_backward_exact(s.sums.data(), ws.d_ln, d);
+    hooks.head_input_backward_exact(s.sums.data(), ws.d_ln, dr);
   } else if (t == 1) {
     cross_entropy_backward(h.probs.data(), targets, static_cast<int>(R), V, loss_scale);  // now d_logits
     linear_backward(ws.d_ln, G(layout.lm_head), static_cast<T*>(nullptr), h.probs.data(), use(h.lnf, ws.ln1),

@@ -8,6 +8,7 @@
 
 #include "core/flops.h"
 #include "model/embedding.h"
+#include "model/whole_samples.h"
 
 namespace shardlab {
 
@@ -107,7 +108,16 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
       for (int i = 0; i < Tc; ++i) mine[size_t(b) * Tc + i] = all[size_t(b) * Tn + d0.pos.at(i)];
   };
   if (spec_.embedding) local_tokens(mb.inputs, r.inputs);
-  if (spec_.head) local_tokens(mb.targets, r.targets);
+  BlockDims dh = d0;
+  if (spec_.head) {
+    dh.split = access.split(cfg_.layers + 1, B);
+    if (runs_whole_samples(dh)) {  // the exact mode under cp: the head's products run this rank's whole samples
+      const BlockDims w = region_of(dh);
+      r.targets.assign(mb.targets + size_t(w.first_sample) * Tn, mb.targets + size_t(w.first_sample + w.B) * Tn);
+    } else {
+      local_tokens(mb.targets, r.targets);
+    }
+  }
   BlockRun run = run_of(r);
   if (mb.train) run.moe_stats = &moe_stats_;
   const int nblocks = spec_.end_block - spec_.first_block;
@@ -155,7 +165,6 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
     access.params_done(unit, false);
   }
   if (!spec_.head) return 0.0;
-  BlockDims dh = d0;
   dh.split = access.split(cfg_.layers + 1, B);
   return head_forward(r.head, r.targets.data(), access, layout_, cfg_, slice_, dh, policy_.bf16, ws_, *hooks_, ledger_,
                       dh.split.exact ? &loss_terms_ : nullptr);

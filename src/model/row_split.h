@@ -13,11 +13,12 @@ struct RowSplit {
   int groups = 1;          // equal runs of rows, each its own product (1: one GEMM for all rows)
   size_t grad_stride = 0;  // group g's parameter gradients at grad + g·grad_stride (0: every group into one)
   bool exact = false;      // the exact mode: one group per sample (also when a micro-batch has one), losses order-free
+  int first_group = 0;     // whose gradients group 0 is (a cp rank running some of a micro-batch's samples whole)
   // The group of row n of N, and where its gradients go.
   int group_of(size_t n, size_t N) const { return groups == 1 ? 0 : static_cast<int>(n / (N / groups)); }
   template <class P>
   P grad_of(P grad, int group) const {
-    return grad ? grad + group * grad_stride : grad;
+    return grad ? grad + size_t(first_group + group) * grad_stride : grad;
   }
 };
 

@@ -68,7 +68,8 @@ std::vector<std::uint64_t> even_chunks(std::uint64_t total, std::uint64_t member
 // The exact mode (parallel/exact_grads.cpp): every rank's gradients as order-free sums of 32 bytes, combined once per
 // step after the last micro-batch (an all-reduce, or a reduce-scatter to the owners; hybrid: then an all-reduce of the
 // shard across nodes); the weights move as in the normal mode; and sums of one element each, all-reduced: the
-// gradient norm over the shard group, and the loss (with experts also the two router losses) over the dp ranks.
+// gradient norm over the shard group, and the loss (with experts also the two router losses) over the dp ranks
+// (with cp: over the dp axis's N/cp).
 namespace {
 std::vector<CommPhase> exact_step_phases(const Layout& l, u64 rank, u64 S, u64 bp, bool cross) {
   constexpr u64 e = sizeof(ExactSum);
@@ -107,9 +108,10 @@ std::vector<CommPhase> exact_step_phases(const Layout& l, u64 rank, u64 S, u64 b
     }
   }
   if (group > 1) one("all-reduce the norm's exact sum", group, member, l.strategy == Strategy::hybrid ? false : cross);
-  if (N > 1)
-    one(l.exact_scalars > 1 ? "all-reduce the losses' exact sums" : "all-reduce the loss's exact sum", N, rank, cross,
-        l.exact_scalars);
+  const u64 loss_ranks = N / std::max<u64>(1, l.cp);  // the dp axis: the cp ranks' merge is on their own axis
+  if (loss_ranks > 1)
+    one(l.exact_scalars > 1 ? "all-reduce the losses' exact sums" : "all-reduce the loss's exact sum", loss_ranks,
+        rank / std::max<u64>(1, l.cp), cross, l.exact_scalars);
   return p;
 }
 }  // namespace

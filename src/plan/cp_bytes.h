@@ -33,6 +33,8 @@ struct CpShape {
   std::uint64_t accum = 1;                                           // A
   Recompute recompute = Recompute::none;
   std::uint64_t elem_bytes = 4;  // e
+  bool exact = false;            // --exact: no ring, whole samples inside the regions (plan/exact_cp_bytes.h)
+  bool head = true;              // this rank runs the LM head (the exact mode's all-to-alls around it)
 };
 
 std::uint64_t cp_tokens_per_rank(const CpShape& s);   // s/c

@@ -33,6 +33,9 @@ struct Layout {
   bool exact = false;                // --exact: gradients reduced once per step as 32-byte order-free sums
   std::uint64_t exact_scalars = 1;   // --exact: one-element sums all-reduced over dp each step (the loss; with
                                      // experts also the two router losses)
+  // Context-parallel ranks inside N (N = dp·cp, the gradient group): the exact mode's loss sum merges over cp on
+  // its own axis, then over the N/cp dp ranks (parallel/grid_sums.cpp).
+  std::uint64_t cp = 1;
 };
 
 // "" if the layout is usable, else one line saying why (N, A ≥ 1; hybrid needs K ≥ 1 dividing N).

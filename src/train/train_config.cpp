@@ -9,6 +9,7 @@
 #include "core/flags.h"
 #include "parallel/pipeline_partition.h"
 #include "parallel/schedule.h"
+#include "train/exact_cp_rules.h"
 
 namespace shardlab {
 
@@ -89,7 +90,7 @@ void add_train_flags(Flags& f, TrainConfig& c) {
   f.add("--pp", c.layout.pp, "pipeline stages: consecutive layers per stage, embedding on the first, head on the last");
   f.add("--cp", c.layout.cp,
         "context-parallel ranks: each holds 1/c of every sample's tokens; K/V go round a ring (needs --attention "
-        "flash)");
+        "flash; with --exact: whole samples inside the layers, no ring)");
   f.add("--ep", c.layout.ep,
         "expert-parallel ranks: each holds E/ep of every MoE block's experts and its own samples; tokens reach their "
         "experts by all-to-all (needs --moe-experts)");
@@ -169,7 +170,7 @@ std::string validate_train_config(const TrainConfig& c) {
     return "--zero and --fsdp name the same thing; give one (fsdp full = zero 3, grad_op = zero 2, no_shard = zero 0)";
   if (l.dp < 0 || l.ranks_per_node < 0) return "--dp and --ranks-per-node must not be negative";
   if (std::string why = c.slice(0).validate(c.model); !why.empty()) return why;
-  if (l.cp > 1 && c.attention == AttentionKernel::naive)
+  if (l.cp > 1 && c.attention == AttentionKernel::naive && !l.exact)
     return "--cp " + std::to_string(l.cp) +
            " runs ring attention: flash attention's online softmax over key blocks that arrive from the other cp "
            "ranks; the naive kernel needs each query's whole row of s scores on one rank, which no cp rank holds — "
@@ -185,9 +186,7 @@ std::string validate_train_config(const TrainConfig& c) {
       return "--fsdp hybrid shards inside a node and all-reduces across nodes; with --ep the experts' shards "
              "would need a third group: use --fsdp full or shard_grad_op (ZeRO-3, ZeRO-2) with --ep";
   }
-  if (l.exact && l.cp > 1)
-    return "--exact covers data, tensor, sequence, pipeline and expert parallelism, ZeRO/FSDP and micro-batches so "
-           "far; not yet --cp (its sums across ranks are not yet order-free): run it without --exact";
+  if (std::string why = exact_cp_problem(c); !why.empty()) return why;
   if (l.exact && c.model.vocab % c.model.heads != 0)
     return "--exact sums the LM head's input gradient over vocabulary chunks of V/heads: --vocab " +
            std::to_string(c.model.vocab) + " is not divisible by --heads " + std::to_string(c.model.heads);

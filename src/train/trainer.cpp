@@ -19,6 +19,7 @@
 #include "optim/lr_schedule.h"
 #include "parallel/context_parallel.h"
 #include "parallel/data_parallel.h"
+#include "parallel/exact_context_parallel.h"
 #include "parallel/expert_parallel.h"
 #include "parallel/pipeline.h"
 #include "parallel/pipeline_partition.h"
@@ -110,12 +111,17 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
     regions = std::make_unique<TensorParallelRegions<T>>(grid.comm(Axis::tp), pl.sequence_parallel,
                                                          size_t(cfg.micro_batch) * slice.T_ctx(cfg.model.seq),
                                                          cfg.model.hidden, ledgers.memory);
-  std::unique_ptr<ContextParallelAttention<T>> ring;  // ring attention around the cp ranks, wrapping the tp seams
-  if (pl.cp > 1)
-    ring = std::make_unique<ContextParallelAttention<T>>(grid.comm(Axis::cp), regions.get(), slice, cfg.model.seq,
-                                                         cfg.micro_batch, cfg.model.heads / pl.tp, cfg.model.head_dim(),
-                                                         ledgers.memory, &ledgers.trace);
-  ChunkHooks<T>* hooks = ring ? static_cast<ChunkHooks<T>*>(ring.get()) : regions.get();
+  // The cp seams, wrapping the tp ones: ring attention around the cp ranks, or in the exact mode whole samples inside
+  // the regions (exact_context_parallel.h).
+  std::unique_ptr<ChunkHooks<T>> context;
+  if (pl.cp > 1 && pl.exact)
+    context = std::make_unique<ExactContextParallel<T>>(grid.comm(Axis::cp), regions.get(), slice, cfg.model.seq,
+                                                        cfg.micro_batch, cfg.model.hidden, ledgers.memory);
+  else if (pl.cp > 1)
+    context = std::make_unique<ContextParallelAttention<T>>(grid.comm(Axis::cp), regions.get(), slice, cfg.model.seq,
+                                                            cfg.micro_batch, cfg.model.heads / pl.tp,
+                                                            cfg.model.head_dim(), ledgers.memory, &ledgers.trace);
+  ChunkHooks<T>* hooks = context ? context.get() : regions.get();
   std::unique_ptr<ExpertParallel<T>> experts;  // the all-to-alls to the ep ranks' experts, wrapping the other seams
   if (pl.ep > 1) {
     experts = std::make_unique<ExpertParallel<T>>(grid.comm(Axis::ep), hooks, ledgers.memory, &ledgers.trace);
