@@ -223,6 +223,7 @@ void cp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   o.cp_given = true;
   o.cp = CpRequest{v.cp, v.cp_split, o.pp_given ? u64(o.pp.micro_batches) : o.sharding ? o.dp.layout.accum : 1,
                    t,    blocks,     !f.given("--attention")};
+  o.cp.exact = o.sharding && o.dp.layout.exact;
   o.attention = AttentionKernel::flash;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "plan/cp_bytes.h"
+#include "plan/exact_cp_bytes.h"
 #include "report/format.h"
 
 namespace shardlab::plan {
@@ -80,6 +81,15 @@ void print_ring(std::ostream& out, const CpShape& s, const CpRequest& q) {
   t.print(out);
   out << "  every rank sends this and receives as much (the ring is symmetric); the gradients then add over dp × cp\n"
       << "  like data parallelism's (ring volumes with N = dp·c); evaluation's forwards are booked apart\n";
+  if (q.exact) {  // plan/exact_cp_bytes.h
+    const ExactCpStep x = exact_cp_step(s, true);
+    out << "  --exact: no ring — each tensor-parallel region runs b/c whole samples per cp rank, its rows gathered by\n"
+        << "  an all-to-all on the way in and sent home on the way out: A·(L·" << (x.calls / s.accum - 3) / s.blocks
+        << " + 3 for the head) = " << commas(x.calls)
+        << " all-to-alls\n  of (c−1)·(b/c)·(s/c)·h·e = " << commas(x.sent_per_call)
+        << " B sent each: " << commas(x.sent()) << " B per step (last stage), "
+        << fixed(double(x.sent()) / double(std::max<u64>(1, step.total())), 2) << " × the ring's\n";
+  }
   out << "  C24 \"merges partial results exactly with online softmax\": each visiting block's partial (max, sum, "
          "output)\n"
       << "  per query row is folded into the running one by the log-sum-exp rule (flash attention's, C5); kept for\n"

@@ -23,6 +23,7 @@ struct CpRequest {
   std::uint64_t tp = 1;              // heads over tp, tokens over cp
   std::uint64_t blocks = 0;          // L: a rank's blocks (with --pp the largest stage's; 0: every layer)
   bool attention_defaulted = false;  // --attention was not given: ring attention is flash's
+  bool exact = false;                // --exact: no ring; whole samples per cp rank inside the regions
 };
 
 void print_context_parallel(std::ostream& out, const CpRequest& q, const Recipe& recipe, const ActivationDims& act,

@@ -9,7 +9,8 @@
 #  (2) f32 and --mixed bf16: cp 2 against one micro-batch of 12 in the same recipe;
 #  (3) the control: cp 2 without --exact (ring attention) is not bit for bit its single process;
 #  (4) bad input: a micro-batch that c does not divide, --sequence-parallel with --exact --cp: exit 2, one line;
-#  (5) `plan --ledger` on the exact cp runs: the cp all-to-alls (purpose exact_rows) equal the formula exactly.
+#  (5) `plan --ledger` on the exact cp runs: the cp all-to-alls (purpose exact_rows) equal the formula exactly; and
+#      `plan --cp 2 --exact` prints the per-step bytes the cp 2 run measured.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_layouts.sh"  # mpi, run, compare_runs, bad (over the flags R below)
@@ -80,5 +81,20 @@ for name in "cp 2 zigzag" "cp 4 zigzag" "cp 2, full recompute" "cp 2 × dp 2, Ze
     fail "(5) $name: plan --ledger" "$(grep -E '^result|error|MISMATCH|differs' "$D/$name.plan" | head -n 3 | cut -c1-300)"
   fi
 done
+# plan --exact --cp prints the per-step bytes of the exact_rows all-to-alls; the cp 2 zigzag run (2 micro-batches of
+# 6) measured them.
+measured=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(sum(t["sent_intra"] + t["sent_inter"] for t in d["ranks"][0]["comm"]["totals"]
+          if t["axis"] == "cp" and t.get("purpose") == "exact_rows") // d["layout"]["steps"])' "$D/cp 2 zigzag/ledger.json")
+"$S" plan --dp 1 --accum 2 --exact --cp 2 --dtype f64 --mixed none --layers 2 --hidden 32 --heads 4 --seq 32 --micro-batch 6 \
+  >"$D/plan_cp2" 2>&1
+printed=$(grep -o '[0-9,]* B per step (last stage)' "$D/plan_cp2" | head -n 1 | tr -d ',' | cut -d' ' -f1)
+if [ -n "$printed" ] && [ "$printed" = "$measured" ]; then
+  ok "(5) plan --dp 1 --cp 2 --exact prints the exact_rows bytes per step the cp 2 run measured ($printed B)"
+else
+  fail "(5) plan --cp 2 --exact: printed bytes per step vs the cp 2 run's measured" "printed ${printed:-nothing}, measured $measured"
+fi
 
 exit $((fails > 0))
