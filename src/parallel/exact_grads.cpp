@@ -98,10 +98,7 @@ double DataParallel<T>::exact_grad_norm() {
     for (const TensorSpec& t : layout_.tensors()) {
       const size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.numel);
       if (a >= b || (t.replicated() && !replicated_here)) continue;
-      for (size_t i = a; i < b; ++i) {
-        const double v = static_cast<double>(values.data()[i - lo]);
-        exact_add(s, v * v);
-      }
+      exact_add_squares(s, values.data() + (a - lo), b - a);
     }
   }
   // (hybrid: every node holds the same shards, so the node's ranks count them; the padding holds zeros)
