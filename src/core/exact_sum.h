@@ -44,7 +44,15 @@ void exact_add(ExactSum* acc, const T* x, size_t n);
 template <class T>
 void exact_add_rows(ExactSum* acc, const T* x, size_t n, int count, size_t stride);
 void exact_merge(ExactSum* acc, const ExactSum* other, size_t n);
+// acc += x[i]² for i < n, each squared in double: the bits of exact_add(acc, double(x[i]) · double(x[i])) in turn.
+template <class T>
+void exact_add_squares(ExactSum& acc, const T* x, size_t n);
 template <class T>
 void exact_round(T* out, const ExactSum* acc, size_t n);
+
+// The value as first computed (one 128-bit integer, its leading 64 bits converted): the reference the unit tests hold
+// exact_value, exact_value_float and exact_round to, bit for bit.
+template <class T>
+T exact_value_reference(const ExactSum& s);
 
 }  // namespace shardlab

@@ -3,7 +3,7 @@
 // Forward keeps mean and rstd (N) for the backward. Backward ACCUMULATES into d_in, d_w, d_b (row n's into its
 // sample's d_w, d_b with a per-sample split, row_split.h; in the exact mode with sums_w, sums_b, each row's
 // contribution into those order-free sums instead: a LayerNorm is whole on every tp rank, which may hold only some
-// of a sample's rows)
+// of a sample's rows; d_out must not overlap d_in there: its rows go into sums_b after the loop)
 // (d_in accumulating is what lets the residual stream's gradient pass straight through).
 #pragma once
 #include <cmath>
@@ -39,7 +39,11 @@ void layernorm_backward(T* d_in, T* d_w, T* d_b, const T* d_out, const T* in, co
   using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
   using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
   ConstRow wv(w, C);
-  Eigen::Array<T, Eigen::Dynamic, 1> contribution(sums_w ? C : 0);
+  // The exact mode: the rows' d_w contributions gathered, kRows at a time, each batch into the sums in one pass
+  // (order-free: the same bits as row by row); d_b's terms are d_out's rows themselves, added at the end.
+  constexpr int kRows = 16;
+  Eigen::Array<T, Eigen::Dynamic, 1> contributions(sums_w ? size_t(kRows) * C : 0);
+  int gathered = 0;
   for (int n = 0; n < N; ++n) {
     const int group = split.group_of(size_t(n), size_t(N));  // whose gradients row n adds to
     Row dw(split.grad_of(d_w, group), C), db(split.grad_of(d_b, group), C);
@@ -48,14 +52,20 @@ void layernorm_backward(T* d_in, T* d_w, T* d_b, const T* d_out, const T* in, co
     const T g_mean = (dy * wv).sum() / T(C);
     const T gx_mean = (dy * wv * (x - m) * s).sum() / T(C);
     if (sums_w) {  // the exact mode: each row's contribution goes into the order-free sums as it is
-      contribution = dy * (x - m) * s;
-      exact_add(sums_w, contribution.data(), size_t(C));
-      exact_add(sums_b, dy.data(), size_t(C));
+      Row(contributions.data() + size_t(gathered) * C, C) = dy * (x - m) * s;
+      if (++gathered == kRows) {
+        exact_add_rows(sums_w, contributions.data(), size_t(C), gathered, size_t(C));
+        gathered = 0;
+      }
     } else {
       db += dy;
       dw += dy * (x - m) * s;
     }
     Row(d_in + static_cast<size_t>(n) * C, C) += s * (dy * wv - g_mean - (x - m) * s * gx_mean);
+  }
+  if (sums_w) {
+    exact_add_rows(sums_w, contributions.data(), size_t(C), gathered, size_t(C));
+    exact_add_rows(sums_b, d_out, size_t(C), N, size_t(C));
   }
 }
 

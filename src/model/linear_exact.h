@@ -77,11 +77,12 @@ void linear_backward_exact(T* d_in, ExactSum* d_in_sums, T* scratch, T* d_w, T* 
   }
 }
 
-// A bias whole on every tp rank (W^O's, fc-proj's): each row's gradient into its order-free sums as it is, so a rank
-// that holds only some of a sample's rows (sequence parallelism) adds the same terms.
+// A bias whole on every tp rank (W^O's, fc-proj's): each row's gradient into its order-free sums as it is (every row
+// in one pass over the sums), so a rank that holds only some of a sample's rows (sequence parallelism) adds the same
+// terms.
 template <class T>
 void bias_backward_exact(ExactSum* sums, const T* d_out, int rows, int C) {
-  for (int r = 0; r < rows; ++r) exact_add(sums, d_out + size_t(r) * C, size_t(C));
+  exact_add_rows(sums, d_out, size_t(C), rows, size_t(C));
 }
 
 }  // namespace shardlab

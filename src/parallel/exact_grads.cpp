@@ -107,10 +107,7 @@ double DataParallel<T>::exact_grad_norm() {
     if (a >= b) continue;
     Buffer<T> values(ledger_, Mem::workspace, b - a, alignment_phase<T>(a), "exact.norm", false);
     g.load(values.data(), a, b);
-    for (size_t i = 0; i < b - a; ++i) {
-      const double v = static_cast<double>(values.data()[i]);
-      exact_add(s, v * v);
-    }
+    exact_add_squares(s, values.data(), b - a);
   }
   // (hybrid: every node holds the same shards, so the node's ranks count them; the padding holds zeros)
   for (Communicator* c : {tp_, shard_, ep_sharded_ ? ep_ : nullptr, pp_}) {
