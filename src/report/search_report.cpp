@@ -13,13 +13,25 @@ namespace shardlab::plan {
 namespace {
 using u64 = std::uint64_t;
 
-std::string ms(double seconds) { return fixed(seconds * 1e3, 1); }
-std::string gb(double bytes) { return fixed(bytes / 1e9, 2); }
+// The table's units: GB and ms at the chapter's scale, MB and µs for a model small enough to train here.
+struct Units {
+  double bytes = 1e9, seconds = 1e-3;
+  std::string mem = "GB", time = "ms";
+  std::string m(double b) const { return fixed(b / bytes, 2); }
+  std::string t(double s) const { return fixed(s / seconds, 1); }
+};
+Units units_for(const SearchRequest& q, const SearchResult& r) {
+  Units u;
+  if (q.gpu_memory_gb < 1) u.bytes = 1e6, u.mem = "MB";
+  if (!r.rows.empty() && r.rows.front().time.step() < 10e-3) u.seconds = 1e-6, u.time = "µs";
+  return u;
+}
 double tokens_per_s(const SearchRequest& q, const SearchRow& r) {
   return double(q.space.global_batch) * double(q.model.seq) / r.time.step();
 }
 
-std::vector<std::string> row_cells(const SearchRequest& q, const SearchRow& r, const std::string& rank) {
+std::vector<std::string> row_cells(const SearchRequest& q, const Units& u, const SearchRow& r,
+                                   const std::string& rank) {
   const SearchLayout& l = r.layout;
   const StepTime& t = r.time;
   return {rank,
@@ -32,17 +44,17 @@ std::vector<std::string> row_cells(const SearchRequest& q, const SearchRow& r, c
           std::to_string(l.micro_batch) + "x" + std::to_string(l.micro_batches),
           word_of(kRecomputeWords, l.recompute),
           word_of(kAttentionWords, l.attention),
-          gb(double(r.memory.model_states)),
-          gb(double(r.memory.activations)),
-          gb(double(r.memory.total())),
-          ms(t.compute),
-          ms(t.dp),
-          ms(t.tp),
-          ms(t.pp),
-          ms(t.cp),
-          ms(t.ep),
-          ms(t.bubble),
-          ms(t.step()),
+          u.m(double(r.memory.model_states)),
+          u.m(double(r.memory.activations)),
+          u.m(double(r.memory.total())),
+          u.t(t.compute),
+          u.t(t.dp),
+          u.t(t.tp),
+          u.t(t.pp),
+          u.t(t.cp),
+          u.t(t.ep),
+          u.t(t.bubble),
+          u.t(t.step()),
           fixed(tokens_per_s(q, r), 0)};
 }
 
@@ -106,10 +118,10 @@ std::string why_best_differs(const SearchRow& best, const SearchRow& rule) {
   const auto* paid = std::min_element(std::begin(saved), std::end(saved),
                                       [](const auto& x, const auto& y) { return x.second < y.second; });
   std::string line = "the best is " + fixed(100 * (r.step() - b.step()) / r.step(), 1) + "% faster: it saves " +
-                     ms(most->second) + " ms of " + most->first;
-  if (paid->second < 0) line += " and pays " + ms(-paid->second) + " ms more " + paid->first;
-  return line + ", using " + gb(double(best.memory.total())) + " GB per GPU instead of " +
-         gb(double(rule.memory.total())) + " GB (C29: the cost moved, it did not vanish)";
+                     seconds_text(most->second) + " of " + most->first;
+  if (paid->second < 0) line += " and pays " + seconds_text(-paid->second) + " more " + paid->first;
+  return line + ", using " + format_bytes(double(best.memory.total())) + " per GPU instead of " +
+         format_bytes(double(rule.memory.total())) + " (C29: the cost moved, it did not vanish)";
 }
 
 void print_search(std::ostream& out, const SearchRequest& q, const SearchResult& r) {
@@ -141,12 +153,33 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
   out << "layouts: " << commas(r.counts.enumerated) << " enumerated, " << commas(r.counts.divisibility)
       << " refused by divisibility (the trainer's rules), " << commas(r.over_memory) << " over "
       << shortest(q.gpu_memory_gb) << " GB, " << commas(r.rows.size()) << " fit";
-  out << "\nrank by step time (ms per optimizer step; dp … ep: exposed communication of that axis)\n";
-  Table t({"rank",   "dp",     "tp",      "pp", "cp", "ep", "zero", "b x m", "recompute", "attn", "states GB",
-           "act GB", "mem GB", "compute", "dp", "tp", "pp", "cp",   "ep",    "bubble",    "step", "tokens/s"},
-          0);
+  const Units u = units_for(q, r);
+  const std::vector<std::string> header = {"rank",
+                                           "dp",
+                                           "tp",
+                                           "pp",
+                                           "cp",
+                                           "ep",
+                                           "zero",
+                                           "b x m",
+                                           "recompute",
+                                           "attn",
+                                           "states " + u.mem,
+                                           "act " + u.mem,
+                                           "mem " + u.mem,
+                                           "compute",
+                                           "dp",
+                                           "tp",
+                                           "pp",
+                                           "cp",
+                                           "ep",
+                                           "bubble",
+                                           "step",
+                                           "tokens/s"};
+  out << "\nrank by step time (" << u.time << " per optimizer step; dp … ep: exposed communication of that axis)\n";
+  Table t(header, 0);
   const size_t shown = std::min<size_t>(q.top, r.rows.size());
-  for (size_t i = 0; i < shown; ++i) t.row(row_cells(q, r.rows[i], std::to_string(i + 1)));
+  for (size_t i = 0; i < shown; ++i) t.row(row_cells(q, u, r.rows[i], std::to_string(i + 1)));
   t.print(out);
   if (!r.rule) {
     out << "rule of thumb: no tp × pp × dp split of these GPUs divides the model and the batch\n";
@@ -156,14 +189,12 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
   out << "rule of thumb (TP inside a node, PP across nodes until it fits, DP outermost, ZeRO-1; C26): "
       << rule.layout.to_string() << "\n";
   if (!r.rule_rank) {
-    out << "  it needs " << gb(double(rule.memory.total())) << " GB per GPU: over " << shortest(q.gpu_memory_gb)
-        << " GB at every pp, so it is not in the ranking\n";
+    out << "  it needs " << fixed(double(rule.memory.total()) / 1e9, 3) << " GB per GPU: over "
+        << shortest(q.gpu_memory_gb) << " GB at every pp, so it is not in the ranking\n";
     return;
   }
-  Table rt({"rank",   "dp",     "tp",      "pp", "cp", "ep", "zero", "b x m", "recompute", "attn", "states GB",
-            "act GB", "mem GB", "compute", "dp", "tp", "pp", "cp",   "ep",    "bubble",    "step", "tokens/s"},
-           0);
-  rt.row(row_cells(q, rule, std::to_string(r.rule_rank)));
+  Table rt(header, 0);
+  rt.row(row_cells(q, u, rule, std::to_string(r.rule_rank)));
   rt.print(out);
   out << "rule of thumb rank: " << r.rule_rank << " of " << r.rows.size() << "\n"
       << "why: " << why_best_differs(r.rows.front(), rule) << "\n";

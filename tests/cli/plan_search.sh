@@ -8,7 +8,7 @@
 #      "with ZeRO-1 over the D replicas" line, its activations per layer against plan's Megatron table;
 #  (3) --inter-gbps 100× lower: no layout gets faster, layouts with no inter-node link keep their time, the best
 #      changes to one sending no more bytes between nodes; --gpu-mem 40 and --global-batch 128 move the best too;
-#  (4) a --gpu-mem nothing fits: one line, exit 1 (no solution, as a failed `plan --ledger` check); bad input (0 GPUs,
+#  (4) --help; a --gpu-mem nothing fits: one line, exit 1 (no solution, as a failed `plan --ledger` check); bad input (0 GPUs,
 #      negative memory, a GPU count no layout can split the model over, an unknown preset, no --gpus): one line,
 #      exit 2.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
@@ -134,7 +134,12 @@ if grep -q "B = 128 sequences × s = 2048 (default) = 262,144 tokens" "$tmp/b128
   ok "--global-batch 128 moves the best (1024: $(best "$tmp/70b.txt"); 128: $(best "$tmp/b128.txt"))"
 else fail "--global-batch 128 moves the best" "1024: '$(best "$tmp/70b.txt")', 128: '$(best "$tmp/b128.txt")'"; fi
 
-# (4) No solution, and bad input.
+# (4) Help, no solution, and bad input.
+$S plan --search --help >"$tmp/help.out" 2>"$tmp/help.err"
+rc=$?
+if [ $rc -eq 0 ] && grep -q "^Usage: shardlab plan --search" "$tmp/help.out" && grep -q -- "--inter-gbps" "$tmp/help.out" &&
+  [ ! -s "$tmp/help.err" ]; then ok "plan --search --help: usage on stdout, exit 0"
+else fail "plan --search --help: usage on stdout, exit 0" "rc $rc, $(last "$tmp/help.err")"; fi
 $S plan --search --gpus 8 --gpu-mem 1 --preset 70b >"$tmp/none.out" 2>"$tmp/none.err"
 rc=$?
 if [ $rc -eq 1 ] && [ ! -s "$tmp/none.out" ] && [ "$(wc -l <"$tmp/none.err")" -eq 1 ] && grep -q "no layout fits 1 GB" "$tmp/none.err"; then
