@@ -34,6 +34,8 @@ namespace plan {
 // `shardlab plan` with its arguments, writing to out/err: 0 on success (ledger mode: everything matches),
 // 1 on a ledger mismatch, 2 on bad input.
 int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `shardlab plan --search` (cli/plan_search.cpp): 0 with a ranking, 1 when no layout fits the memory, 2 on bad input.
+int plan_search_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 }  // namespace plan
 
 }  // namespace shardlab

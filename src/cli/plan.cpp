@@ -1,10 +1,9 @@
 // `shardlab plan`: the chapter's formulas for a preset (the chapter's 7B / 70B), for this project's GPT
 // dims or for a raw parameter count, with the recipe, attention kernel and data-parallel layout given
 // by flags, the model's experts by --moe-*, with --tp, --pp, --cp and --ep their sections (report/plan_report.h prints
-// them); `--ledger RUN/ledger.json` instead checks a run's measured bytes against the formulas, every rank, to the byte
-// (exit 1 on any difference).
+// them); `--ledger RUN/ledger.json` checks a run's measured bytes against the formulas, every rank, to the byte
+// (exit 1 on any difference); `--search` ranks every layout of N GPUs instead (cli/plan_search.cpp).
 #include <algorithm>
-#include <cmath>
 #include <iostream>
 #include <limits>
 #include <ostream>
@@ -332,6 +331,7 @@ PlanRequest request(const Flags& f, const PlanFlags& v) {
 }  // namespace
 
 int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (std::find(args.begin(), args.end(), "--search") != args.end()) return plan_search_run(args, out, err);
   PlanFlags v;
   Flags flags("shardlab plan",
               "The chapter's memory and communication formulas (1 GB = 1e9 bytes) for a preset, the trainer's GPT dims "

@@ -1,0 +1,156 @@
+// `shardlab plan --search`: every layout of a step on --gpus N GPUs of --gpu-mem G GB (dp × tp × pp × cp × ep, ZeRO
+// stage, micro-batch size and count, recompute, attention kernel) for a preset or the trainer's GPT dims, ranked by the
+// modelled step time (plan/search_ranking.h), with the chapter's rule of thumb beside it (report/search_report.h);
+// --json FILE writes the whole ranking. Exit 0 with a ranking, 1 when no layout fits the memory, 2 on bad input
+// (including a GPU count that no layout can split the model and the batch over).
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "io/files.h"
+#include "report/plan_report.h"
+#include "report/search_report.h"
+
+namespace shardlab::plan {
+
+namespace {
+using u64 = std::uint64_t;
+
+struct SearchFail {
+  std::string message;
+};
+
+struct SearchFlags {
+  bool search = false;
+  std::string preset, json;
+  u64 gpus = 0, layers = 4, hidden = 128, heads = 4, seq = 64, vocab = 256, global_batch = 1024, ranks_per_node = 8,
+      top = 15;
+  double gpu_mem = 80, gpu_tflops = 312, intra_gbps = 300, inter_gbps = 25, latency_us = 10;
+};
+
+void define(Flags& f, SearchFlags& v) {
+  f.flag("--search", v.search, "rank every layout of --gpus N GPUs of --gpu-mem G GB by modelled step time");
+  f.add("--gpus", v.gpus, "GPUs N = dp·tp·pp·cp·ep");
+  f.add("--gpu-mem", v.gpu_mem, "memory per GPU in GB (1 GB = 1e9 bytes)");
+  f.group("Model (the trainer's GPT by default)");
+  f.choice("--preset", v.preset, {"7b", "70b"}, "the chapter's examples (fixes the model; --seq may be added)");
+  f.add("--layers", v.layers, "transformer blocks L");
+  f.add("--hidden", v.hidden, "hidden size C");
+  f.add("--heads", v.heads, "attention heads a");
+  f.add("--seq", v.seq, "sequence length s (a preset's: 2048)");
+  f.add("--vocab", v.vocab, "vocabulary size V");
+  f.add("--global-batch", v.global_batch, "sequences per optimizer step B = dp·ep·b·m");
+  f.group("Machine (a calibration's rates)");
+  f.add("--gpu-tflops", v.gpu_tflops, "FLOP rate per GPU, in TFLOPS");
+  f.add("--intra-gbps", v.intra_gbps, "intra-node link speed in GB/s");
+  f.add("--inter-gbps", v.inter_gbps, "inter-node link speed in GB/s");
+  f.add("--ranks-per-node", v.ranks_per_node, "GPUs per node K");
+  f.add("--latency-us", v.latency_us, "latency α per message, in µs");
+  f.group("Output");
+  f.add("--top", v.top, "rows of the table");
+  f.add("--json", v.json, "FILE: the whole ranking as JSON", "FILE");
+}
+
+SearchRequest search_request(const Flags& f, const SearchFlags& v) {
+  SearchRequest q;
+  if (!f.given("--gpus")) throw SearchFail{"--search needs --gpus N"};
+  if (v.gpus < 1 || v.gpus > 65536) throw SearchFail{"--gpus expects an integer in [1, 65536]"};
+  if (!(v.gpu_mem > 0 && v.gpu_mem < 1e9)) throw SearchFail{"--gpu-mem expects a positive number of GB"};
+  SearchModel& m = q.model;
+  if (f.given("--preset")) {
+    for (const char* n : {"--layers", "--hidden", "--heads", "--vocab"})
+      if (f.given(n)) throw SearchFail{std::string("--preset fixes the model; drop ") + n};
+    Preset p;
+    find_preset(v.preset, &p);
+    m = SearchModel{p.name, p.psi, p.act.hidden, p.act.layers, p.act.heads, p.act.seq, 0, 0, true};
+  } else {
+    m = SearchModel{"gpt", 0, v.hidden, v.layers, v.heads, v.seq, v.vocab, 0, false};
+  }
+  if (f.given("--seq") || !m.preset) m.seq = v.seq;
+  for (const auto& [name, value] :
+       {std::pair{"--layers", m.layers}, std::pair{"--hidden", m.hidden}, std::pair{"--heads", m.heads},
+        std::pair{"--seq", m.seq}, std::pair{"--vocab", m.preset ? u64(1) : m.vocab}})
+    if (value < 1 || value > (u64(1) << 24))
+      throw SearchFail{std::string(name) + " expects an integer in [1, 16777216]"};
+  if (m.hidden % m.heads != 0)
+    throw SearchFail{"--heads " + std::to_string(m.heads) + " does not divide --hidden " + std::to_string(m.hidden)};
+  if (!m.preset) m.psi = gpt_param_count(GptDims{m.vocab, m.seq, m.hidden, m.layers});
+  if (v.global_batch < 1 || v.global_batch > 10000000)
+    throw SearchFail{"--global-batch expects an integer in [1, 1e7]"};
+  // Keep every byte count exact in 64 bits (as plan does): the activations of the whole batch, 32 bytes per parameter.
+  const long double s = m.seq,
+                    act = m.layers * (34.0L * s * v.global_batch * m.hidden + 5.0L * m.heads * s * s * v.global_batch);
+  if (act > 1e18L || 32.0L * m.psi > 1e18L) throw SearchFail{"sizes too large for exact 64-bit byte counts"};
+  for (const auto& [name, value] : {std::pair{"--gpu-tflops", v.gpu_tflops}, std::pair{"--intra-gbps", v.intra_gbps},
+                                    std::pair{"--inter-gbps", v.inter_gbps}})
+    if (!(value > 0 && value < 1e12)) throw SearchFail{std::string(name) + " expects a positive number"};
+  if (!(v.latency_us >= 0 && v.latency_us < 1e9)) throw SearchFail{"--latency-us expects a number ≥ 0"};
+  if (v.ranks_per_node < 1 || v.ranks_per_node > 65536)
+    throw SearchFail{"--ranks-per-node expects an integer in [1, 65536]"};
+  if (v.gpus > v.ranks_per_node && v.gpus % v.ranks_per_node != 0)
+    throw SearchFail{"--gpus " + std::to_string(v.gpus) + " is not a whole number of nodes of --ranks-per-node " +
+                     std::to_string(v.ranks_per_node)};
+  if (v.top < 1 || v.top > 1000000) throw SearchFail{"--top expects an integer in [1, 1000000]"};
+  q.space = SearchSpace{v.gpus, v.global_batch, v.ranks_per_node};
+  q.rates.gpu_flops = v.gpu_tflops * 1e12;
+  q.rates.intra_bytes_per_s = v.intra_gbps * 1e9;
+  q.rates.inter_bytes_per_s = v.inter_gbps * 1e9;
+  q.rates.latency_s = v.latency_us * 1e-6;
+  q.rates.ranks_per_node = v.ranks_per_node;
+  q.gpu_memory_gb = v.gpu_mem;
+  q.top = v.top;
+  for (const char* n :
+       {"--global-batch", "--seq", "--gpu-tflops", "--intra-gbps", "--inter-gbps", "--latency-us", "--ranks-per-node"})
+    if (!f.given(n)) q.defaults.push_back(n);
+  return q;
+}
+
+}  // namespace
+
+int plan_search_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  SearchFlags v;
+  Flags flags("shardlab plan --search",
+              "Every layout of N GPUs (dp × tp × pp × cp, ZeRO stage, micro-batches, recompute, attention kernel) that "
+              "fits G GB, ranked by a step-time model: compute + exposed communication per axis + pipeline bubble, "
+              "beside the chapter's rule of thumb.");
+  define(flags, v);
+  ParseResult r = flags.parse(args);
+  if (r.kind == ParseResult::help) {
+    out << flags.help();
+    return 0;
+  }
+  try {
+    if (r.kind == ParseResult::error) throw SearchFail{r.message};
+    const SearchRequest q = search_request(flags, v);
+    const SearchResult result = search_layouts(q.model, q.space, q.rates, q.gpu_memory_gb * 1e9);
+    if (result.counts.layouts.empty())
+      throw SearchFail{"no layout splits this model and a global batch of " + std::to_string(q.space.global_batch) +
+                       " over " + std::to_string(q.space.gpus) + " GPUs (" + std::to_string(result.counts.enumerated) +
+                       " tried: heads % tp, layers ≥ pp, s % 2cp, B % (dp·b))"};
+    if (!v.json.empty()) write_text_file_atomic(v.json, search_json(q, result).dump(1) + "\n");
+    if (result.rows.empty()) {
+      double least = 0;
+      for (const SearchLayout& l : result.counts.layouts) {
+        const double need = double(search_memory(q.model, l).total());
+        least = least == 0 ? need : std::min(least, need);
+      }
+      err << "shardlab plan --search: no layout fits " << v.gpu_mem << " GB per GPU: the "
+          << result.counts.layouts.size() << " layouts that divide need " << least / 1e9
+          << " GB or more (add GPUs or memory)\n";
+      return 1;
+    }
+    print_search(out, q, result);
+    return 0;
+  } catch (const SearchFail& f) {
+    err << "shardlab plan --search: error: " << f.message << " (shardlab plan --search --help lists the flags)\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "shardlab plan --search: error: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace shardlab::plan

@@ -1,0 +1,107 @@
+// plan/step_time.cpp — the step-time model of a layout (see step_time.h).
+#include "plan/step_time.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "parallel/schedule.h"
+#include "plan/comm_volume.h"
+#include "plan/cp_bytes.h"
+#include "plan/sharding.h"
+
+namespace shardlab::plan {
+
+namespace {
+using u64 = std::uint64_t;
+constexpr double kBf16 = 2;  // bytes of a communicated activation, gradient or parameter (C1's recipe)
+}  // namespace
+
+StepFlops step_flops_per_gpu(const SearchModel& m, const SearchLayout& l, u64 global_batch) {
+  const double L = double(m.layers), s = double(m.seq), h = double(m.hidden);
+  const double matmul =
+      m.preset ? double(m.psi) : double(gpt_matmul_param_count(GptDims{m.vocab, m.seq, m.hidden, m.layers}));
+  const double core_forward = 4 * L * s * h;  // QKᵀ and A·V of one token, all layers
+  const double per_token = 6 * matmul + 12 * L * s * h;
+  double extra = 0;
+  if (l.recompute == Recompute::full) extra += 2 * matmul + core_forward;
+  if (l.recompute == Recompute::selective || l.attention == AttentionKernel::flash) extra += core_forward;
+  // A GPU's share: its tokens (1/(dp·ep)), its slice of each layer (1/(tp·cp)) and its stage's layers.
+  const double share = double(largest_stage_blocks(m, l.pp)) / L / double(l.dp * l.ep * l.tp * l.cp);
+  const double tokens = double(global_batch) * s;
+  return StepFlops{tokens * per_token * share, tokens * extra * share};
+}
+
+double ring_seconds(bool all_reduce, u64 n, double bytes, double beta, double alpha) {
+  if (n < 2) return 0;
+  const double phases = all_reduce ? 2 : 1, N = double(n);
+  return alpha + phases * (N - 1) / N * bytes / beta;
+}
+
+bool inside_node(u64 span, u64 ranks_per_node, u64 gpus) { return span <= std::min(ranks_per_node, gpus); }
+
+StepTime step_time(const SearchModel& m, const SearchLayout& l, u64 global_batch, const StepRates& r) {
+  StepTime t;
+  const u64 K = r.ranks_per_node, N = l.gpus(), blocks = largest_stage_blocks(m, l.pp), mb = l.micro_batches;
+  auto beta = [&](bool inter) { return inter ? r.inter_bytes_per_s : r.intra_bytes_per_s; };
+  const StepFlops f = step_flops_per_gpu(m, l, global_batch);
+  t.flops = f.total();
+  t.compute = f.total() / r.gpu_flops;
+  const double forward = f.base / 3 / r.gpu_flops, backward = t.compute - forward;  // recompute runs in backward
+  const double activation_msg = double(l.micro_batch) * double(m.seq / l.cp) * double(m.hidden) * kBf16;
+
+  if (l.tp > 1) {  // C18: 4 all-reduces per layer per micro-batch, synchronous
+    t.tp_inter = !inside_node(l.tp, K, N);
+    const double calls = 4.0 * double(blocks) * double(mb);
+    t.tp = calls * ring_seconds(true, l.tp, activation_msg, beta(t.tp_inter), r.latency_s);
+    t.tp_bytes = calls * 2 * double(l.tp - 1) / double(l.tp) * activation_msg;
+  }
+  if (l.cp > 1) {  // C24: ring attention's messages, exposed
+    CpShape c;
+    c.seq = m.seq, c.micro_batch = l.micro_batch, c.hidden = m.hidden, c.heads = m.heads;
+    c.tp = l.tp, c.cp = l.cp, c.blocks = blocks, c.accum = mb, c.recompute = l.recompute, c.elem_bytes = u64(kBf16);
+    const CpStepBytes bytes = cp_step_bytes(c);
+    t.cp_inter = !inside_node(l.tp * l.cp, K, N);
+    t.cp_bytes = double(bytes.total());
+    t.cp = double(bytes.messages) * r.latency_s + t.cp_bytes / beta(t.cp_inter);
+  }
+  if (l.pp > 1) {  // C22: one message per micro-batch per border each way; exposed while filling and draining
+    t.pp_inter = !inside_node(N, K, N);
+    t.pp_bytes = 2 * double(mb) * activation_msg;
+    t.pp = 2 * double(l.pp - 1) * (r.latency_s + activation_msg / beta(t.pp_inter));
+  }
+  const u64 group = l.dp * l.cp;  // the gradient group
+  if (group > 1) {
+    Layout g;
+    g.strategy = l.strategy(), g.dp = group, g.accum = mb;
+    const SearchMemory mem = search_memory(m, l);
+    t.dp_inter = !inside_node(l.tp * l.cp * l.ep * l.dp, K, N);
+    const double b = beta(t.dp_inter);
+    // Forward-side phases (parameter all-gathers) and backward-side ones (gradients, ZeRO-3's backward gathers).
+    double comm[2] = {0, 0}, tail[2] = {0, 0};
+    u64 calls[2] = {0, 0};
+    for (const CommPhase& p : step_comm_phases(Recipe{}, mem.psi_slice, g, 0)) {
+      const bool params = p.what.find("params") != std::string::npos;
+      const int side = params && p.what.find("(backward)") == std::string::npos ? 0 : 1;
+      const double sent = double(p.elements * p.elem_bytes);  // the ring's share of one call (C8)
+      comm[side] += double(p.times) * (r.latency_s + sent / b);
+      calls[side] = std::max(calls[side], p.times);
+      tail[side] = r.latency_s + std::min(r.bucket_bytes, sent) / b;  // the last bucket waits for nothing
+      t.dp_bytes += double(p.bytes());
+    }
+    const double window[2] = {forward, backward};
+    for (int side = 0; side < 2; ++side) {
+      if (comm[side] <= 0) continue;
+      const double hidden_behind = window[side] * double(std::min(calls[side], mb)) / double(mb);
+      t.dp += std::max(tail[side], comm[side] - hidden_behind);
+      t.dp_total += comm[side];
+    }
+  }
+  if (l.pp > 1) {  // 1F1B's bubble over the ideal time: f/(1−f) with f = (p−1)/(m+p−1), i.e. (p−1)/m
+    const double idle = bubble_formula(ScheduleKind::one_f_one_b, static_cast<int>(l.pp), static_cast<int>(mb), 1);
+    t.bubble = t.compute * idle / (1 - idle);
+  }
+  return t;
+}
+
+}  // namespace shardlab::plan

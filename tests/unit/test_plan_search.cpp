@@ -1,0 +1,176 @@
+// tests/unit/test_plan_search.cpp — `plan --search`'s pieces: the enumeration of layouts against a brute-force count
+// written here from the trainer's rules, the memory of one 3D layout and the step-time terms against hand-written
+// formulas (the chapter's numbers), and the ranking's order and memory filter.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "plan/layout_search.h"
+#include "plan/search_ranking.h"
+#include "plan/step_time.h"
+
+using namespace shardlab;
+using namespace shardlab::plan;
+
+namespace {
+using u64 = std::uint64_t;
+
+SearchModel tiny(u64 experts = 0) { return SearchModel{"gpt", 0, 32, 4, 4, 32, 256, experts, false}; }
+SearchModel seven_b() { return SearchModel{"7b", 7000000000ULL, 4096, 32, 32, 2048, 0, 0, true}; }
+SearchModel seventy_b() { return SearchModel{"70b", 70000000000ULL, 8192, 80, 64, 2048, 0, 0, true}; }
+
+struct Counts {
+  u64 enumerated = 0, valid = 0;
+};
+
+// Every (dp, tp, pp, cp, ep, zero, b, recompute, kernel) by nested loops over 1..N, kept when the product is N and
+// the rules hold: heads % tp, K % tp, pp ≤ layers, cp: s % 2c and flash, ep | E (1 without experts), no cp with
+// experts, B % (dp·ep·b).
+Counts brute_force(u64 N, u64 B, u64 K, u64 heads, u64 layers, u64 seq, u64 experts) {
+  Counts c;
+  for (u64 dp = 1; dp <= N; ++dp)
+    for (u64 tp = 1; tp <= N; ++tp)
+      for (u64 pp = 1; pp <= N; ++pp)
+        for (u64 cp = 1; cp <= N; ++cp)
+          for (u64 ep = 1; ep <= N; ++ep) {
+            if (dp * tp * pp * cp * ep != N || (ep > 1 && experts == 0)) continue;
+            for (int zero = 0; zero < 4; ++zero)
+              for (u64 b = 1; b <= B; ++b) {
+                if (B % b != 0) continue;
+                for (int recompute = 0; recompute < 3; ++recompute)
+                  for (int flash = 0; flash < 2; ++flash) {
+                    ++c.enumerated;
+                    const bool ok = heads % tp == 0 && std::min(K, N) % tp == 0 && pp <= layers &&
+                                    (cp == 1 || (seq % (2 * cp) == 0 && flash)) && (ep == 1 || experts % ep == 0) &&
+                                    !(experts > 0 && cp > 1) && B % (dp * ep * b) == 0;
+                    if (ok) ++c.valid;
+                  }
+              }
+          }
+  return c;
+}
+}  // namespace
+
+TEST_CASE("search: the enumeration counts what a brute force over the trainer's rules counts", "[plan][search]") {
+  struct Case {
+    u64 gpus, batch, node, experts;
+  };
+  for (const Case k : {Case{8, 8, 4, 0}, Case{8, 12, 8, 0}, Case{16, 16, 8, 0}, Case{6, 6, 8, 0}, Case{8, 8, 8, 4}}) {
+    const SearchModel m = tiny(k.experts);
+    const SearchSpace space{k.gpus, k.batch, k.node};
+    const Enumeration e = enumerate_layouts(m, space);
+    const Counts want = brute_force(k.gpus, k.batch, k.node, m.heads, m.layers, m.seq, k.experts);
+    INFO("N " << k.gpus << " B " << k.batch << " K " << k.node << " E " << k.experts);
+    CHECK(e.enumerated == want.enumerated);
+    CHECK(e.layouts.size() == want.valid);
+    CHECK(e.enumerated - e.divisibility == want.valid);
+    for (const SearchLayout& l : e.layouts) {
+      CHECK(l.gpus() == k.gpus);
+      CHECK(l.dp * l.ep * l.micro_batch * l.micro_batches == k.batch);
+    }
+  }
+  // A hand count: N = 2 over a dense model, B = 2, K = 8: (dp, tp) ∈ {(2,1), (1,2)}, pp 2, cp 2 (flash only);
+  // b ∈ {1, 2}. dp 2: only b 1 (2·2 does not divide 2) → 4 zero × 6 = 24; tp 2: 4 × 2 b × 6 = 48; pp 2: 48;
+  // cp 2: flash only, 4 × 2 × 3 = 24.
+  const Enumeration two = enumerate_layouts(tiny(), SearchSpace{2, 2, 8});
+  CHECK(two.enumerated == 4 * 4 * 2 * 6);
+  CHECK(two.layouts.size() == 24 + 48 + 48 + 24);
+}
+
+TEST_CASE("search: memory of the chapter's 512-GPU 70B layout (C26)", "[plan][search]") {
+  SearchLayout l;
+  l.dp = 16, l.tp = 8, l.pp = 4, l.zero = 1, l.micro_batch = 1, l.micro_batches = 64;
+  const SearchMemory mem = search_memory(seventy_b(), l);
+  // Ψ/(T·P) = 70e9/32 = 2.1875e9; ZeRO-1 over 16: 4·2.1875e9 + 12·2.1875e9/16 = 8.75e9 + 1.640625e9.
+  CHECK(mem.psi_slice == 2187500000ULL);
+  CHECK(mem.model_states == 10390625000ULL);
+  // Korthikanti's s·b·h·(10 + 24/t + 5·a·s/(h·t)) with s = 2048, h = 8192, a = 64, t = 8: 16,777,216 × 23.
+  CHECK(mem.activation_per_layer == 16777216ULL * 23);
+  CHECK(mem.in_flight == 4);  // 1F1B: min(p, m)
+  CHECK(mem.activations == 16777216ULL * 23 * 20 * 4);
+  l.attention = AttentionKernel::flash;  // no s² term: 16,777,216 × 13
+  CHECK(search_memory(seventy_b(), l).activation_per_layer == 16777216ULL * 13);
+  l.recompute = Recompute::full;  // layer inputs only: 2·s·b·h
+  CHECK(search_memory(seventy_b(), l).activation_per_layer == 2 * 16777216ULL);
+}
+
+TEST_CASE("search: the time model's pieces", "[plan][search]") {
+  CHECK(ring_seconds(true, 4, 4e9, 1e9, 0) == Approx(6.0));   // 2·3/4·4 GB at 1 GB/s
+  CHECK(ring_seconds(false, 4, 4e9, 1e9, 0) == Approx(3.0));  // 3/4·4 GB
+  CHECK(ring_seconds(true, 4, 4e9, 1e9, 0.5) == Approx(6.5));
+  CHECK(ring_seconds(true, 1, 4e9, 1e9, 0.5) == 0);
+  CHECK(inside_node(8, 8, 64));
+  CHECK(!inside_node(16, 8, 64));
+  CHECK(inside_node(4, 8, 4));
+
+  const SearchModel m = seven_b();
+  const double tokens = 1024.0 * 2048, attn = 12.0 * 32 * 2048 * 4096, core = 4.0 * 32 * 2048 * 4096;
+  SearchLayout dp64;
+  dp64.dp = 64, dp64.micro_batch = 1, dp64.micro_batches = 16;
+  CHECK(step_flops_per_gpu(m, dp64, 1024).base == Approx(tokens * (6 * 7e9 + attn) / 64));
+  CHECK(step_flops_per_gpu(m, dp64, 1024).recompute == 0);
+  dp64.recompute = Recompute::full;  // one more forward: 2Ψ + the core's forward (C27: +1/3 of 6Ψ)
+  CHECK(step_flops_per_gpu(m, dp64, 1024).recompute == Approx(tokens * (2 * 7e9 + core) / 64));
+  dp64.recompute = Recompute::selective;
+  CHECK(step_flops_per_gpu(m, dp64, 1024).recompute == Approx(tokens * core / 64));
+
+  // tp 8 × pp 4 × dp 2 on 64 GPUs, 8 per node: every term by hand.
+  StepRates r;
+  r.gpu_flops = 100e12, r.intra_bytes_per_s = 200e9, r.inter_bytes_per_s = 20e9, r.latency_s = 5e-6;
+  SearchLayout l;
+  l.dp = 2, l.tp = 8, l.pp = 4, l.zero = 0, l.micro_batch = 2, l.micro_batches = 256;  // 2·2·256 = 1024
+  const StepTime t = step_time(m, l, 1024, r);
+  const double flops = tokens * (6 * 7e9 + attn) / 64;  // 8 of 32 layers on each stage: 1/4 of 1/(dp·tp)
+  CHECK(t.compute == Approx(flops / 100e12));
+  const double msg = 2.0 * 2048 * 4096 * 2;  // b·s·h bf16
+  CHECK(t.tp == Approx(4.0 * 8 * 256 * (5e-6 + 2.0 * 7 / 8 * msg / 200e9)));
+  CHECK(!t.tp_inter);
+  CHECK(t.pp_inter);
+  CHECK(t.pp == Approx(2.0 * 3 * (5e-6 + msg / 20e9)));
+  CHECK(t.bubble == Approx(3.0 / 256 * t.compute));
+  CHECK(t.dp_inter);  // the dp group spans tp·dp = 16 GPUs: two nodes
+  CHECK(t.cp == 0);
+  CHECK(t.ep == 0);
+  CHECK(t.step() == Approx(t.compute + t.dp + t.tp + t.pp + t.cp + t.ep + t.bubble));
+
+  // DP's all-reduce of Ψ/(T·P) bf16 gradients over 2 ranks: 2·(1/2)·Ψ_slice·2 bytes; it hides behind the last
+  // micro-batch's backward except the last 25 MB bucket.
+  const double slice = 7e9 / 32, sent = 2.0 * 1 / 2 * slice * 2;
+  CHECK(t.dp_bytes == Approx(sent));
+  CHECK(t.dp_total == Approx(5e-6 + sent / 20e9));
+  const double window = (t.compute - flops / 3 / 100e12) / 256;
+  CHECK(t.dp == Approx(std::max(5e-6 + 25e6 / 20e9, t.dp_total - window)));
+  // A slow GPU hides it all but the last bucket; a fast one exposes what exceeds the window.
+  r.gpu_flops = 1e12;
+  CHECK(step_time(m, l, 1024, r).dp == Approx(5e-6 + 25e6 / 20e9));
+  r.gpu_flops = 1e18;
+  CHECK(step_time(m, l, 1024, r).dp > 0.9 * t.dp_total);
+}
+
+TEST_CASE("search: rows fit the memory and are sorted by step time", "[plan][search]") {
+  const SearchModel m = seven_b();
+  const SearchSpace space{64, 1024, 8};
+  const SearchResult r = search_layouts(m, space, StepRates{}, 80e9);
+  REQUIRE(!r.rows.empty());
+  CHECK(r.counts.layouts.size() == r.rows.size() + r.over_memory);
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    CHECK(double(r.rows[i].memory.total()) <= 80e9);
+    if (i) CHECK(r.rows[i - 1].time.step() <= r.rows[i].time.step());
+  }
+  REQUIRE(r.rule);
+  // The rule of thumb: tp = 8 (divides 32 heads and the node), pp 1 (a replica of 112 GB / 8 = 14 GB fits), ZeRO-1.
+  CHECK(r.rule->layout.tp == 8);
+  CHECK(r.rule->layout.pp == 1);
+  CHECK(r.rule->layout.dp == 8);
+  CHECK(r.rule->layout.zero == 1);
+  CHECK(r.rule_rank >= 1);
+  CHECK(r.rows[r.rule_rank - 1].layout == r.rule->layout);
+  // 70B on 512: 1120 GB / (T·P) must fit with its activations: the chapter's D16 × T8 × P4.
+  const SearchResult big = search_layouts(seventy_b(), SearchSpace{512, 1024, 8}, StepRates{}, 80e9);
+  REQUIRE(big.rule);
+  CHECK(big.rule->layout.tp == 8);
+  CHECK(big.rule->layout.pp == 4);
+  CHECK(big.rule->layout.dp == 16);
+}
