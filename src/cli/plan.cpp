@@ -220,15 +220,8 @@ void cp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
     for (int stage = 0; stage < o.pp.pp; ++stage) blocks = std::max<u64>(blocks, u64(part.blocks_of(stage)));
   }
   o.cp_given = true;
-  o.cp = CpRequest{v.cp,
-                   v.cp_split,
-                   o.pp_given   ? u64(o.pp.micro_batches)
-                   : o.sharding ? o.dp.layout.accum
-                                : 1,
-                   t,
-                   blocks,
-                   !f.given("--attention"),
-                   o.sharding && o.dp.layout.exact};
+  const u64 accum = o.pp_given ? u64(o.pp.micro_batches) : o.sharding ? o.dp.layout.accum : 1;
+  o.cp = CpRequest{v.cp, v.cp_split, accum, t, blocks, !f.given("--attention"), o.sharding && o.dp.layout.exact};
   o.attention = AttentionKernel::flash;
 }
 
