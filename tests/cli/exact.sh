@@ -21,15 +21,7 @@ source "$(dirname "$0")/lib_layouts.sh"  # mpi, run, compare_runs, bad (over the
 
 R=(--layers 2 --hidden 32 --heads 4 --seq 32 --eval-windows 3 --eval-every 2 --progress none --data "$tmp/small.txt"
    --dtype f64 --dropout 0.1 --lr-schedule constant --warmup 2 --steps 4)
-D=$tmp/runs
-mkdir -p "$D"
-
-# exact NAME NP REF FLAGS...: an --exact run that must equal REF bit for bit.
-exact() {
-  local name=$1 np=$2 ref=$3
-  shift 3
-  run "(1) $name" "$np" "$D/$name" --exact "$@" && compare_runs "(1) $name: bit for bit" "$D/$ref" "$D/$name" --rtol 0
-}
+source "$(dirname "$0")/lib_exact.sh"  # $D, exact
 
 # ---------------------------------------------------------------- (1) layouts, f64
 run "setup: one micro-batch of 16" 1 "$D/one16" --exact --global-batch 16 --micro-batch 16

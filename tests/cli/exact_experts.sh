@@ -18,15 +18,7 @@ source "$(dirname "$0")/lib_layouts.sh"  # mpi, run, compare_runs (over the flag
 R=(--layers 2 --hidden 32 --heads 4 --seq 32 --eval-windows 2 --eval-every 2 --progress none --data "$tmp/small.txt"
    --dtype f64 --dropout 0.1 --lr-schedule constant --warmup 2 --steps 4 --moe-experts 4 --moe-top-k 2
    --moe-z-loss 0.001)
-D=$tmp/runs
-mkdir -p "$D"
-
-# exact NAME NP REF FLAGS...: an --exact run that must equal REF bit for bit.
-exact() {
-  local name=$1 np=$2 ref=$3
-  shift 3
-  run "(1) $name" "$np" "$D/$name" --exact "$@" && compare_runs "(1) $name: bit for bit" "$D/$ref" "$D/$name" --rtol 0
-}
+source "$(dirname "$0")/lib_exact.sh"  # $D, exact
 
 # ---------------------------------------------------------------- (1) layouts, f64
 run "setup: one micro-batch of 8" 1 "$D/one" --exact --global-batch 8 --micro-batch 8
