@@ -65,9 +65,11 @@ LinkBytes ep_grad_step_bytes(const LedgerCheck& c, const std::vector<bool>& held
   return out;
 }
 
-// ZeRO/FSDP with experts (parallel/across_ep.cpp): the dp rings of the gradient group's strategy over dp × cp, plus one
-// all-reduce over ep of this rank's shard of the dense gradients (padding included) per step.
-StepComm ep_sharded_step_bytes(const LedgerCheck& c, const std::vector<bool>& held, const RankCheck& rc) {
+// ZeRO/FSDP with experts (parallel/across_ep.cpp): the dp rings of the gradient group's strategy over dp × cp (the
+// layout's own: the exact mode's 32-byte sums when c.layout.exact), plus one all-reduce over ep of this rank's shard of
+// the dense gradients (padding included) per step, of elem_bytes each.
+StepComm ep_sharded_step_bytes(const LedgerCheck& c, const std::vector<bool>& held, const RankCheck& rc,
+                               u64 elem_bytes) {
   const ActivationShape& a = c.activation_shape;
   const GptDims gpt{a.vocab, a.seq, a.hidden, a.layers, a.moe};
   Layout l = c.layout;
@@ -79,8 +81,8 @@ StepComm ep_sharded_step_bytes(const LedgerCheck& c, const std::vector<bool>& he
   for (const GradRange& r : ep_grad_ranges(gpt, c.tp, c.ep, held, sh.padded(), sh.padded()))
     if (!r.expert) dense += r.hi > lo && r.lo < hi ? std::min(hi, r.hi) - std::max(lo, r.lo) : 0;
   if (dense > 0)
-    out.all_reduce.intra += ring_sent_elements(RingOp::all_reduce, even_chunks(dense, c.ep), size_t(rc.ep_rank)) *
-                            bytes_per_param(c.recipe)[Mem::grad];
+    out.all_reduce.intra +=
+        ring_sent_elements(RingOp::all_reduce, even_chunks(dense, c.ep), size_t(rc.ep_rank)) * elem_bytes;
   return out;
 }
 
@@ -98,25 +100,19 @@ StepComm exact_ep_step_bytes(const LedgerCheck& c, const std::vector<bool>& held
   auto ring = [&](u64 elements, u64 members, u64 member) {
     return members > 1 ? ring_sent_elements(RingOp::all_reduce, even_chunks(elements, members), member) * e : 0;
   };
-  const ShardLayout sh = shard_layout(c.layout, rc.psi);
   StepComm out;
-  u64& sent = out.all_reduce.intra;  // links are not told apart here: totals are compared
   if (c.layout.strategy == Strategy::dp) {
-    for (const GradRange& r : ep_grad_ranges(gpt, c.tp, E, held, sh.padded(), sh.padded()))
+    const u64 padded = shard_layout(c.layout, rc.psi).padded();
+    u64& sent = out.all_reduce.intra;  // links are not told apart here: totals are compared
+    for (const GradRange& r : ep_grad_ranges(gpt, c.tp, E, held, padded, padded))
       sent += r.expert ? ring(r.hi - r.lo, dp, me.dp) : ring(r.hi - r.lo, dp * E, dense_member);
     sent += ring(1, dp * E, dense_member);                     // the norm
     sent += c.layout.exact_scalars * ring(1, dp, u64(me.dp));  // the losses over dp
   } else {
-    Layout l = c.layout;
-    l.ranks_per_node = 0;
-    out = step_comm_bytes(c.recipe, rc.psi, l, rc.grad_member);  // over dp: grads, params, the norm, the losses
-    const u64 lo = rc.grad_member * sh.shard(), hi = lo + sh.shard();
-    u64 dense = 0;
-    for (const GradRange& r : ep_grad_ranges(gpt, c.tp, E, held, sh.padded(), sh.padded()))
-      if (!r.expert) dense += r.hi > lo && r.lo < hi ? std::min(hi, r.hi) - std::max(lo, r.lo) : 0;
-    sent += ring(dense, E, u64(me.ep)) + ring(1, E, u64(me.ep));  // the dense shard and the norm over ep
+    out = ep_sharded_step_bytes(c, held, rc, e);  // over dp: grads, params, the norm, the losses; the dense shard
+    out.all_reduce.intra += ring(1, E, u64(me.ep));  // the norm over ep
   }
-  sent += c.layout.exact_scalars * ring(1, E, u64(me.ep));  // the losses over ep
+  out.all_reduce.intra += c.layout.exact_scalars * ring(1, E, u64(me.ep));  // the losses over ep
   return out;
 }
 
@@ -218,7 +214,7 @@ void check_moe_rank(const Json& rank, const LedgerCheck& c, const std::vector<bo
     m.measured = measured_dp_ring(rank, where);
     m.split = c.world_ranks_per_node > 0;
   } else {  // claims C12, C14 over dp, then the dense shard over ep
-    m.formula = ep_sharded_step_bytes(c, held, *rc);
+    m.formula = ep_sharded_step_bytes(c, held, *rc, bytes_per_param(c.recipe)[Mem::grad]);
     m.measured = measured_with_ep(rank, where, {"dense_grads"});
     m.split = false;
   }

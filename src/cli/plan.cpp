@@ -13,6 +13,7 @@
 #include "parallel/pipeline_partition.h"
 #include "parallel/schedule.h"
 #include "report/plan_report.h"
+#include "train/exact_cp_rules.h"
 
 namespace shardlab {
 namespace plan {
@@ -204,25 +205,24 @@ void cp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
   if (s % chunks != 0)
     throw Fail{"--cp " + std::to_string(v.cp) + " " + (zigzag ? "zigzag cuts" : "contiguous cuts") + " --seq " +
                std::to_string(s) + " into " + std::to_string(chunks) + " equal chunks: it must be divisible"};
-  if (f.given("--attention") && o.attention == AttentionKernel::naive)
+  const bool exact = o.sharding && o.dp.layout.exact;  // no ring: whole samples per cp rank inside the regions
+  const bool sp = o.tp_given && o.tp.sequence_parallel;
+  if (const std::string why = exact ? exact_cp_problem(v.cp, o.act.micro_batch, sp) : ""; !why.empty()) throw Fail{why};
+  if (!exact && f.given("--attention") && o.attention == AttentionKernel::naive)
     throw Fail{
-        "--cp runs ring attention: flash attention's online softmax over key blocks that arrive from the "
-        "other cp ranks; the naive kernel needs each query's whole row of s scores on one rank — use "
-        "--attention flash"};
+        "--cp runs ring attention: flash attention's online softmax over key blocks that arrive from the other"
+        " cp ranks; the naive kernel needs each query's whole row of s scores on one rank — use --attention flash"};
   const u64 t = o.tp_given ? o.tp.tp : 1;
-  if (o.tp_given && o.tp.sequence_parallel && (s / v.cp) % t != 0)
+  if (sp && (s / v.cp) % t != 0)
     throw Fail{"--sequence-parallel splits each cp rank's " + std::to_string(s / v.cp) + " tokens over --tp " +
                std::to_string(t) + ": it must be divisible"};
-  u64 blocks = o.act.layers;  // with --pp: the largest stage's
-  if (o.pp_given) {
-    const PipelinePartition part = partition_layers(o.pp.layers, o.pp.pp, 1, {});
-    blocks = 0;
-    for (int stage = 0; stage < o.pp.pp; ++stage) blocks = std::max<u64>(blocks, u64(part.blocks_of(stage)));
-  }
+  u64 blocks = o.pp_given ? 0 : o.act.layers;  // with --pp: the largest stage's
+  for (int stage = 0; o.pp_given && stage < o.pp.pp; ++stage)
+    blocks = std::max<u64>(blocks, u64(partition_layers(o.pp.layers, o.pp.pp, 1, {}).blocks_of(stage)));
   o.cp_given = true;
   const u64 accum = o.pp_given ? u64(o.pp.micro_batches) : o.sharding ? o.dp.layout.accum : 1;
-  o.cp = CpRequest{v.cp, v.cp_split, accum, t, blocks, !f.given("--attention"), o.sharding && o.dp.layout.exact};
-  o.attention = AttentionKernel::flash;
+  o.cp = CpRequest{v.cp, v.cp_split, accum, t, blocks, !f.given("--attention"), exact};
+  if (!exact) o.attention = AttentionKernel::flash;
 }
 
 // --moe-* (the model's experts) and --ep (claim C25): the trainer's rules — 1 ≤ k ≤ E, E divisible by e.

@@ -118,7 +118,7 @@ inline T scaled(T x, int e) {
   return x * p;
 }
 
-// The value as one 128-bit integer, its leading 64 bits converted (kept as the reference of value_of).
+// The value as one 128-bit integer, its leading 64 bits converted: the plain form value_of must equal (the tests').
 template <class T>
 T value_reference(const ExactSum& s) {
   if (s.top == ExactSum::kNotFinite) return std::numeric_limits<T>::quiet_NaN();

@@ -50,7 +50,7 @@ void exact_add_squares(ExactSum& acc, const T* x, size_t n);
 template <class T>
 void exact_round(T* out, const ExactSum* acc, size_t n);
 
-// The value as first computed (one 128-bit integer, its leading 64 bits converted): the reference the unit tests hold
+// The value the plain way (one 128-bit integer, its leading 64 bits converted): the reference the unit tests hold
 // exact_value, exact_value_float and exact_round to, bit for bit.
 template <class T>
 T exact_value_reference(const ExactSum& s);

@@ -165,7 +165,6 @@ double ModelChunk<T>::forward(const MicroBatch& mb, UnitAccess<T>& access, const
     access.params_done(unit, false);
   }
   if (!spec_.head) return 0.0;
-  dh.split = access.split(cfg_.layers + 1, B);
   return head_forward(r.head, r.targets.data(), access, layout_, cfg_, slice_, dh, policy_.bf16, ws_, *hooks_, ledger_,
                       dh.split.exact ? &loss_terms_ : nullptr);
 }

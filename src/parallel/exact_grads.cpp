@@ -4,15 +4,20 @@
 //    unit into its own copy (grads(u) + g·stride): a sample's gradient is then the same bits in every layout.
 //  - grads_done(u) adds each sample's copy into this rank's order-free sums (core/exact_sum.h), one per element of
 //    [0, Ψ_pad); they hold the step's sum over this rank's samples in every strategy.
-//  - finish_gradients() combines the ranks' sums with one collective of ExactSum elements (32 bytes each, purpose
+//  - An expert's rows come from many samples, so the model adds each row's expert gradients into the sums directly
+//    (model/moe_experts_exact.h); grads_done(u) adds only the per-sample copies of the other tensors.
+//  - finish_gradients() combines the ranks' sums with collectives of ExactSum elements (32 bytes each, purpose
 //    "exact_grads"): an all-reduce (DP), a reduce-scatter to the owners (ZeRO-1/2/3), or a reduce-scatter inside
 //    the node and an all-reduce across nodes (hybrid) — merging is associative, so any ring order gives the same
-//    bits — and rounds each element once into the gradient store.
+//    bits — and rounds each element once into the gradient store. With expert parallelism: under DP each run of
+//    dense tensors over dp × cp × ep and each run of experts over dp × cp (the normal mode's sync ranges); under
+//    ZeRO/FSDP the reduce-scatter over dp × cp, then this rank's shard of the dense runs over ep (across_ep.cpp).
 //  - The tensors whole on every tp rank (LayerNorms, the row-parallel biases, the embeddings) take each row's
 //    contribution into the sums directly (model/linear_exact.h): with sequence parallelism a rank holds only some of
 //    a sample's rows, so these sums are merged over tp first (purpose "replicated_grads").
-//  - The gradient norm: every g² of this rank's range into one order-free sum (a tensor whole on every tp rank on tp
-//    rank 0 only), merged over tp, the shard group and the stages (purpose "exact_norm").
+//  - The gradient norm: every g² this rank counts (norm_part, across_tp.cpp: each parameter once — a tensor whole on
+//    every tp rank on tp rank 0, an expert once per expert group) into one order-free sum, merged over tp, the shard
+//    group, ep when sharded, and the stages (purpose "exact_norm").
 // What it costs: 32 bytes per parameter for the sums (booked as workspace "exact.grads"), a copy of a unit's
 // gradients per sample while it computes ("exact.sample_grads"), 4× (f64) to 8× (f32) the ring bytes, and no
 // overlap of the gradient sync with backward.
@@ -50,8 +55,9 @@ T* DataParallel<T>::exact_unit_grads(int unit) {
 
 template <class T>
 void DataParallel<T>::exact_unit_done(int unit) {
-  const size_t lo = comm_lo(unit), n = comm_hi(unit) - lo, stride = sample_stride(n, sizeof(T));
-  exact_add_rows(exact_sums_.data() + lo, sample_grads_.data(), n, samples_, stride);
+  const size_t lo = comm_lo(unit), hi = comm_hi(unit), stride = sample_stride(hi - lo, sizeof(T));
+  for (const auto& [a, b] : dense_runs(lo, hi))  // the experts' gradients went into the sums directly (moe.h)
+    exact_add_rows(exact_sums_.data() + a, sample_grads_.data() + (a - lo), b - a, samples_, stride);
   sample_grads_.reset();
 }
 

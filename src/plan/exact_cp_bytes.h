@@ -21,6 +21,7 @@
 namespace shardlab::plan {
 
 struct ExactCpStep {
+  std::uint64_t per_block = 0;      // all-to-alls per block and micro-batch: 10, or 14 with full recompute
   std::uint64_t calls = 0;          // all-to-alls per step
   std::uint64_t call_elements = 0;  // booked per call: 2·b·(s/c)·h
   std::uint64_t sent_per_call = 0;  // bytes sent (= received) per call: (c−1)·(b/c)·(s/c)·h·e
@@ -31,8 +32,9 @@ struct ExactCpStep {
 inline ExactCpStep exact_cp_step(const CpShape& s, bool head) {
   ExactCpStep t;
   if (s.cp <= 1) return t;
-  const std::uint64_t per_block = 10 + (s.recompute == Recompute::full ? 4 : 0), Tc = s.seq / s.cp;
-  t.calls = s.accum * (s.blocks * per_block + (head ? 3 : 0));
+  const std::uint64_t Tc = s.seq / s.cp;
+  t.per_block = 10 + (s.recompute == Recompute::full ? 4 : 0);
+  t.calls = s.accum * (s.blocks * t.per_block + (head ? 3 : 0));
   t.call_elements = 2 * s.micro_batch * Tc * s.hidden;
   t.sent_per_call = (s.cp - 1) * (s.micro_batch / s.cp) * Tc * s.hidden * s.elem_bytes;
   return t;

@@ -84,7 +84,7 @@ void print_ring(std::ostream& out, const CpShape& s, const CpRequest& q) {
   if (q.exact) {  // plan/exact_cp_bytes.h
     const ExactCpStep x = exact_cp_step(s, true);
     out << "  --exact: no ring — each tensor-parallel region runs b/c whole samples per cp rank, its rows gathered by\n"
-        << "  an all-to-all on the way in and sent home on the way out: A·(L·" << (x.calls / s.accum - 3) / s.blocks
+        << "  an all-to-all on the way in and sent home on the way out: A·(L·" << x.per_block
         << " + 3 for the head) = " << commas(x.calls)
         << " all-to-alls\n  of (c−1)·(b/c)·(s/c)·h·e = " << commas(x.sent_per_call)
         << " B sent each: " << commas(x.sent()) << " B per step (last stage), "

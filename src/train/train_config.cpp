@@ -186,7 +186,8 @@ std::string validate_train_config(const TrainConfig& c) {
       return "--fsdp hybrid shards inside a node and all-reduces across nodes; with --ep the experts' shards "
              "would need a third group: use --fsdp full or shard_grad_op (ZeRO-3, ZeRO-2) with --ep";
   }
-  if (std::string why = exact_cp_problem(c); !why.empty()) return why;
+  if (std::string why = l.exact ? exact_cp_problem(l.cp, c.micro_batch, l.sequence_parallel) : ""; !why.empty())
+    return why;
   if (l.exact && c.model.vocab % c.model.heads != 0)
     return "--exact sums the LM head's input gradient over vocabulary chunks of V/heads: --vocab " +
            std::to_string(c.model.vocab) + " is not divisible by --heads " + std::to_string(c.model.heads);

@@ -11,8 +11,7 @@
 #  (2) the control: the same dp 3 and 4×4 without --exact differ from their single process at rtol 0 (the order of
 #      additions; within compare's f64 tolerance), and the exact curve is within that tolerance of the normal one;
 #  (3) f32 and --mixed bf16: dp 4 with ZeRO-2 and one sample per micro-batch against one micro-batch of 12;
-#  (4) a cp micro-batch that c does not divide (each cp rank runs micro-batch/c whole samples; tests/cli/exact_cp.sh
-#      covers cp, tests/cli/exact_experts.sh experts and ep): exit 2, one error line from rank 0;
+#  (4) cp and experts have their own suites (tests/cli/exact_cp.sh, exact_experts.sh);
 #  (5) `plan --ledger` on the exact runs: their 32-byte rings equal the formula exactly; `plan --exact` prints them
 #      beside the normal mode's bytes.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
@@ -96,8 +95,5 @@ else
   fail "(5) plan --dp 4 --zero 2 --exact prints the exact bytes beside the normal ones" "$(tail -n 3 "$tmp/p")"
 fi
 
-# ---------------------------------------------------------------- (4) refused
-bad "--exact --cp 2 with a micro-batch of 3" 2 'micro-batch 3 is not a multiple of 2' --exact --cp 2 --global-batch 6 \
-  --micro-batch 3
 
 exit $((fails > 0))

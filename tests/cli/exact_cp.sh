@@ -8,7 +8,8 @@
 #      dp 2 × cp 2 × tp 2 on 8 ranks; the evaluations' last micro-batch of 3 windows is dealt out 1 + 2;
 #  (2) f32 and --mixed bf16: cp 2 against one micro-batch of 12 in the same recipe;
 #  (3) the control: cp 2 without --exact (ring attention) is not bit for bit its single process;
-#  (4) bad input: a micro-batch that c does not divide, --sequence-parallel with --exact --cp: exit 2, one line;
+#  (4) bad input: a micro-batch that c does not divide (train and plan), --sequence-parallel with --exact --cp: exit 2,
+#      one line;
 #  (5) `plan --ledger` on the exact cp runs: the cp all-to-alls (purpose exact_rows) equal the formula exactly; and
 #      `plan --cp 2 --exact` prints the per-step bytes the cp 2 run measured.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
@@ -63,6 +64,14 @@ bad "(4) --exact --cp 2 with a micro-batch of 3" 2 'micro-batch 3 is not a multi
   --global-batch 6 --micro-batch 3
 bad "(4) --exact --cp 2 with --sequence-parallel" 4 'drop --sequence-parallel' --exact --cp 2 --tp 2 \
   --sequence-parallel --global-batch 4 --micro-batch 2
+
+"$S" plan --dp 1 --exact --cp 2 --layers 2 --hidden 32 --heads 4 --seq 32 --micro-batch 3 >"$D/plan_mb3" 2>&1
+rc=$?
+if [ "$rc" = 2 ] && [ "$(wc -l <"$D/plan_mb3")" = 1 ] && grep -q 'micro-batch 3 is not a multiple of 2' "$D/plan_mb3"; then
+  ok "(4) plan --exact --cp 2 with a micro-batch of 3: the trainer's rule, one line, exit 2"
+else
+  fail "(4) plan --exact --cp 2 with a micro-batch of 3: one line, exit 2" "exit $rc: $(head -c 300 "$D/plan_mb3")"
+fi
 
 # ---------------------------------------------------------------- (5) the bytes: plan --ledger
 for name in "cp 2 zigzag" "cp 4 zigzag" "cp 2, full recompute" "cp 2 × dp 2, ZeRO-2" "cp 2 × tp 2" "cp 2 × pp 2" \

@@ -160,7 +160,9 @@ TEST_CASE("ExactSum fast paths: the array merge and the ring's kernel equal exac
       for (int k = 0; k < 3; ++k) exact_add(*s, std::ldexp(normal(g), e * 7 - 20));
     }
   }
-  a[3].terms = ExactSum::kMaxTerms - 1;  // the limit: exactly reached here, passed below
+  a[3] = ExactSum{};  // a finite window (the fast path), at the limit: exactly reached here, passed below
+  exact_add(a[3], 1.5);
+  a[3].terms = ExactSum::kMaxTerms - 1;
   b[3] = a[3], b[3].terms = 1;
   std::vector<ExactSum> pairwise = a, array = a;
   for (size_t i = 0; i < n; ++i) exact_merge(pairwise[i], b[i]);
