@@ -109,7 +109,7 @@ StepComm exact_ep_step_bytes(const LedgerCheck& c, const std::vector<bool>& held
     sent += ring(1, dp * E, dense_member);                     // the norm
     sent += c.layout.exact_scalars * ring(1, dp, u64(me.dp));  // the losses over dp
   } else {
-    out = ep_sharded_step_bytes(c, held, rc, e);  // over dp: grads, params, the norm, the losses; the dense shard
+    out = ep_sharded_step_bytes(c, held, rc, e);     // over dp: grads, params, the norm, the losses; the dense shard
     out.all_reduce.intra += ring(1, E, u64(me.ep));  // the norm over ep
   }
   out.all_reduce.intra += c.layout.exact_scalars * ring(1, E, u64(me.ep));  // the losses over ep
