@@ -7,8 +7,10 @@
   bytes    every rank's bytes sent per step on dp (ring reduce_scatter / all_gather / all_reduce), tp (ring
            collectives), pp (sends) and cp (sends): exactly (dp with experts is not predicted: "-")
   time     the predicted step (the slowest rank's) against the median step wall time of loss.csv (column ms, the
-           first step left out), and the error (predicted − measured) / measured — only where every rank has a core
-           of its own (ranks ≤ cores); beyond that ranks queue for a core and the clock measures the queue
+           first step left out; with --repeat R the median of R runs, layouts alternating), and the error
+           (predicted − measured) / measured — only where every rank has a core of its own (ranks ≤ cores); beyond
+           that ranks queue for a core and the clock measures the queue. The 1-rank layout is the one the FLOP rate
+           is calibrated on: shown, left out of the mean and worst error
   check    `shardlab plan --ledger` on the run as well (the run against the formulas, independently of the prediction)
 
 Usage: predict_table.py --rates RATES.json --out DIR [--steps N] [--repeat R] [--json FILE] [--only NAME,...]
@@ -105,36 +107,39 @@ def main():
     cores = os.cpu_count() or 1
     only = [n for n in a.only.split(",") if n]
     rows, failed = [], False
-    for name, np_, flags in LAYOUTS:
-        if only and name not in only:
-            continue
+    chosen = [x for x in LAYOUTS if not only or x[0] in only]
+    preds, times, meas = {}, {}, {}
+    for name, np_, flags in chosen:
         pj = os.path.join(a.out, name + ".predict.json")
         run([BIN, "plan", "--predict", "--np", str(np_), "--rates", a.rates, "--json", pj] + MODEL + flags,
             os.path.join(a.out, name + ".predict.log"))
-        pred = json.load(open(pj))
-        times, meas = [], None
-        for rep in range(a.repeat):
+        preds[name] = json.load(open(pj))
+    for rep in range(a.repeat):  # A B C … A B C …: a drift of the machine's speed hits every layout alike
+        for name, np_, flags in chosen:
             d = os.path.join(a.out, "%s.run%d" % (name, rep))
             run([os.path.join(ROOT, "scripts", "mpirun.sh"), "-np", str(np_), BIN, "train", "--steps", str(a.steps),
-                 "--eval-every", "0", "--eval-windows", "1", "--progress", "none", "--out", d, "--overwrite"] +
+                 "--eval-every", "0", "--eval-windows", "0", "--progress", "none", "--out", d, "--overwrite"] +
                 MODEL + flags, d + ".log")
-            meas, t = measured(d)
-            times.append(t)
+            m, t = measured(d)
+            meas.setdefault(name, []).append(m)
+            times.setdefault(name, []).append(t)
+    for name, np_, flags in chosen:
+        pred, d = preds[name], os.path.join(a.out, "%s.run%d" % (name, a.repeat - 1))
         ledger_ok = subprocess.run([BIN, "plan", "--ledger", os.path.join(d, "ledger.json")],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
-        bad = compare(pred, meas)
+        bad = "; ".join(sorted({compare(pred, m) for m in meas[name]} - {""}))  # every repeat
         if not ledger_ok:
             bad = (bad + "; " if bad else "") + "plan --ledger fails on the run"
         failed |= bool(bad)
-        t_meas, t_pred = statistics.median(times), pred["step_seconds"]
-        timed = np_ <= cores
+        t_meas, t_pred = statistics.median(times[name]), pred["step_seconds"]
+        timed = np_ <= cores and name != "single"  # single: the calibration's own layout, not a prediction
         rows.append({"layout": name, "ranks": np_,
                      "model_states": [p["model_states"] for p in pred["ranks"]],
-                     "model_states_measured": [m["model_states"] for m in meas],
+                     "model_states_measured": [m["model_states"] for m in meas[name][-1]],
                      "activation_peak": [p["activation_peak"] for p in pred["ranks"]],
-                     "activation_peak_measured": [m["activation_peak"] for m in meas],
+                     "activation_peak_measured": [m["activation_peak"] for m in meas[name][-1]],
                      "bytes": {x: [p["bytes_per_step"][x] for p in pred["ranks"]] for x in AXES},
-                     "bytes_measured": {x: [m["bytes"][x] for m in meas] for x in AXES},
+                     "bytes_measured": {x: [m["bytes"][x] for m in meas[name][-1]] for x in AXES},
                      "exact": not bad, "mismatch": bad, "ledger_check": ledger_ok,
                      "step_predicted_s": t_pred, "step_measured_s": t_meas, "timed": timed,
                      "error": (t_pred - t_meas) / t_meas if timed else None})
@@ -147,13 +152,14 @@ def main():
               (len(timed), cores, 100 * summary["mean_abs_error"], 100 * summary["worst_abs_error"], worst["layout"]))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"rows": rows, "summary": summary, "rates": pred["rates"], "cores": cores}, f, indent=1)
+            rates = json.load(open(a.rates))
+            json.dump({"rows": rows, "summary": summary, "rates": rates, "cores": cores}, f, indent=1)
     return 1 if failed else 0
 
 
 def fmt_list(xs):
-    xs = ["-" if x is None else "%g" % x for x in xs]
-    return xs[0] if len(set(xs)) == 1 else "/".join(xs)
+    xs = ["-" if x is None else "%d" % x for x in xs]
+    return "/".join(dict.fromkeys(xs))  # the distinct values, in rank order
 
 
 def print_table(rows, cores):
@@ -162,15 +168,16 @@ def print_table(rows, cores):
     for r in rows:
         states = fmt_list(r["model_states"]) + (" =" if r["model_states"] == r["model_states_measured"] else " ≠")
         act = fmt_list(r["activation_peak"]) + (" =" if r["exact"] else "")
-        b = " ".join("-" if r["bytes"][x][0] is None else "%g" % r["bytes"][x][0] for x in AXES)
+        b = " ".join("-" if r["bytes"][x][0] is None else "%d" % r["bytes"][x][0] for x in AXES)
         b += " =" if r["exact"] else " ≠"
-        err = "%+.0f%%" % (100 * r["error"]) if r["timed"] else "untimed"
+        err = "%+.0f%%" % (100 * r["error"]) if r["timed"] else "calib." if r["layout"] == "single" else "untimed"
         print("%-12s %5d  %-24s %-22s %-34s %9.2f %9.2f %7s" % (r["layout"], r["ranks"], states, act, b,
               1e3 * r["step_predicted_s"], 1e3 * r["step_measured_s"], err))
         if r["mismatch"]:
             print("  MISMATCH: " + r["mismatch"])
-    print("(= : the prediction equals the run's ledger on every rank; untimed: more ranks than the %d cores — "
-          "ranks wait for a core, so the wall clock is not the model's step)" % cores)
+    print("(= : the prediction equals the run's ledger on every rank, each value per rank; calib.: the layout the FLOP "
+          "rate was calibrated on (its error is run-to-run noise); untimed: more ranks than the %d cores — ranks wait "
+          "for a core, so the wall clock is not the model's step)" % cores)
 
 
 if __name__ == "__main__":
