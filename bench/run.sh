@@ -130,6 +130,7 @@ echo "predicted vs measured step time: plan --predict at this machine's rates (p
 echo "  12 layouts of L4 H128 A4 S64, global batch 8 (scripts/predict_table.py; each run's median step of 20, median of"
 echo "  3 runs, alternating layouts). Report only: memory and bytes must match exactly (exit 1 otherwise); time is"
 echo "  compared where ranks ≤ cores"
+python3 scripts/clock.py can-time 2 | sed 's/^/  /' || true  # a busy machine: the errors measure it too (said below)
 PRDIR=$(mktemp -d)
 PRMODEL="--layers 4 --hidden 128 --heads 4 --seq 64 --global-batch 8 --micro-batch 2"
 build/shardlab train $PRMODEL --steps 20 --eval-every 0 --eval-windows 0 --progress none --out "$PRDIR/one" >/dev/null

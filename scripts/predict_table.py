@@ -11,6 +11,8 @@
            (predicted − measured) / measured — only where every rank has a core of its own (ranks ≤ cores); beyond
            that ranks queue for a core and the clock measures the queue. The 1-rank layout is the one the FLOP rate
            is calibrated on: shown, left out of the mean and worst error
+           scripts/clock.py's rule: when other processes keep the cores busy (before or after the runs) the errors
+           are printed with that line beside them, and JSON "summary.clock" says so
   check    `shardlab plan --ledger` on the run as well (the run against the formulas, independently of the prediction)
 
 Usage: predict_table.py --rates RATES.json --out DIR [--steps N] [--repeat R] [--json FILE] [--only NAME,...]
@@ -94,6 +96,13 @@ def compare(pred, meas):
     return "; ".join(bad)
 
 
+def busy(ranks):
+    """scripts/clock.py's verdict: "" if a wall clock of `ranks` ranks may be trusted now, else its one line why not."""
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "clock.py"), "can-time", str(ranks)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return "" if r.returncode == 0 else r.stdout.strip()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rates", required=True)
@@ -114,6 +123,7 @@ def main():
         run([BIN, "plan", "--predict", "--np", str(np_), "--rates", a.rates, "--json", pj] + MODEL + flags,
             os.path.join(a.out, name + ".predict.log"))
         preds[name] = json.load(open(pj))
+    clock = busy(min(cores, max(x[1] for x in chosen)))  # before the runs and after: either spoils the clock
     for rep in range(a.repeat):  # A B C … A B C …: a drift of the machine's speed hits every layout alike
         for name, np_, flags in chosen:
             d = os.path.join(a.out, "%s.run%d" % (name, rep))
@@ -123,6 +133,7 @@ def main():
             m, t = measured(d)
             meas.setdefault(name, []).append(m)
             times.setdefault(name, []).append(t)
+    clock = clock or busy(min(cores, max(x[1] for x in chosen)))
     for name, np_, flags in chosen:
         pred, d = preds[name], os.path.join(a.out, "%s.run%d" % (name, a.repeat - 1))
         ledger_ok = subprocess.run([BIN, "plan", "--ledger", os.path.join(d, "ledger.json")],
@@ -145,7 +156,10 @@ def main():
                      "error": (t_pred - t_meas) / t_meas if timed else None})
     print_table(rows, cores)
     timed = [abs(r["error"]) for r in rows if r["timed"]]
-    summary = {"mean_abs_error": statistics.mean(timed) if timed else None, "worst_abs_error": max(timed, default=None)}
+    summary = {"mean_abs_error": statistics.mean(timed) if timed else None, "worst_abs_error": max(timed, default=None),
+               "clock": clock or "quiet"}
+    if clock:
+        print("the time errors are not the model's: the machine was busy (scripts/clock.py: %s)" % clock.strip())
     if timed:
         worst = max((r for r in rows if r["timed"]), key=lambda r: abs(r["error"]))
         print("time error over the %d timed layouts (ranks ≤ %d cores): mean |error| %.0f%%, worst %.0f%% (%s)" %
