@@ -152,7 +152,7 @@ def main():
                      "bytes": {x: [p["bytes_per_step"][x] for p in pred["ranks"]] for x in AXES},
                      "bytes_measured": {x: [m["bytes"][x] for m in meas[name][-1]] for x in AXES},
                      "exact": not bad, "mismatch": bad, "ledger_check": ledger_ok,
-                     "step_predicted_s": t_pred, "step_measured_s": t_meas, "timed": timed,
+                     "step_predicted_s": t_pred, "step_measured_s": t_meas, "step_runs_s": times[name], "timed": timed,
                      "error": (t_pred - t_meas) / t_meas if timed else None})
     print_table(rows, cores)
     timed = [abs(r["error"]) for r in rows if r["timed"]]
