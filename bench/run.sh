@@ -124,3 +124,16 @@ for np in 1 2; do
   exact=$(run --exact | sed -n 's/.* \([0-9]*\) tokens\/s over.*/\1/p')
   awk -v n="$normal" -v e="$exact" -v np="$np" 'BEGIN {printf "  %d rank%s: normal %s tokens/s, exact %s tokens/s: %.2f× the step time\n", np, (np > 1 ? "s (dp 2)" : ""), n, e, n / e}'
 done
+
+echo
+echo "predicted vs measured step time: plan --predict at this machine's rates (plan --calibrate) against real runs,"
+echo "  12 layouts of L4 H128 A4 S64, global batch 8 (scripts/predict_table.py; each run's median step of 20, median of"
+echo "  3 runs, alternating layouts). Report only: memory and bytes must match exactly (exit 1 otherwise); time is"
+echo "  compared where ranks ≤ cores"
+python3 scripts/clock.py can-time 2 | sed 's/^/  /' || true  # a busy machine: the errors measure it too (said below)
+PRDIR=$(mktemp -d)
+PRMODEL="--layers 4 --hidden 128 --heads 4 --seq 64 --global-batch 8 --micro-batch 2"
+build/shardlab train $PRMODEL --steps 20 --eval-every 0 --eval-windows 0 --progress none --out "$PRDIR/one" >/dev/null
+bash scripts/mpirun.sh -np 2 build/shardlab plan --calibrate --run "$PRDIR/one" --out "$PRDIR/rates.json" | sed 's/^/  /'
+python3 scripts/predict_table.py --rates "$PRDIR/rates.json" --out "$PRDIR/table" --steps 20 --repeat 3 | sed 's/^/  /'
+rm -rf "$PRDIR"

@@ -44,6 +44,7 @@ std::vector<LedgerRow> check_states(const Json& rank, const PerCategory& formula
 }
 
 bool times_equals(u64 per_step, u64 steps, u64 measured) { return u128(per_step) * steps == u128(measured); }
+}  // namespace
 
 void read_layout(const Json& j, LedgerCheck* c) {
   const Json& l = need(j, "layout", "the ledger");
@@ -140,7 +141,6 @@ void read_layout(const Json& j, LedgerCheck* c) {
       c->layout_rows.push_back(row);
     }
 }
-}  // namespace
 
 bool RankCheck::activations_match() const {
   if (peak_formula != peak_measured) return false;

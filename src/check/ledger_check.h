@@ -48,6 +48,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "check/cp_check.h"
 #include "check/moe_check.h"
 #include "comm/comm_impl.h"
@@ -173,6 +175,11 @@ struct LedgerCheck {
   std::vector<RankCheck> ranks;  // in rank order; without a layout only rank 0
   bool ok() const;               // every row of every rank (and every layout row) matches
 };
+
+// The ledger's "layout" section (and world_size, read before) into c: the grid, the gradient group, the sharding and
+// which axes are checked. Throws std::runtime_error naming the field that is bad. plan/rank_prediction.h reads a
+// layout it describes itself through it, so the prediction and the check derive the same groups.
+void read_layout(const nlohmann::json& j, LedgerCheck* c);
 
 // Parses ledger.json text and runs the check. Throws std::runtime_error with a one-line reason if
 // the JSON, a required field, or the layout is bad (e.g. ranks missing, world_size ≠ layout.dp).

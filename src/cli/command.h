@@ -29,6 +29,8 @@ int moe_layer_command(const CommandArgs& args, const Runtime& rt);
 int schedule_command(const CommandArgs& args, const Runtime& rt);
 int bench_command(const CommandArgs& args, const Runtime& rt);
 int swamping_command(const CommandArgs& args, const Runtime& rt);
+// `shardlab plan --calibrate` (cli/plan_calibrate.cpp): every rank of a 2-rank job; 0, or 2 on bad input.
+int plan_calibrate_command(const CommandArgs& args, const Runtime& rt);
 
 namespace plan {
 // `shardlab plan` with its arguments, writing to out/err: 0 on success (ledger mode: everything matches),
@@ -36,6 +38,8 @@ namespace plan {
 int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 // `shardlab plan --search` (cli/plan_search.cpp): 0 with a ranking, 1 when no layout fits the memory, 2 on bad input.
 int plan_search_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `shardlab plan --predict` (cli/plan_predict.cpp): 0 with a prediction, 2 on bad input.
+int plan_predict_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 }  // namespace plan
 
 }  // namespace shardlab

@@ -32,7 +32,8 @@ const Command kCommands[] = {
     {"sample", sample_command, "generate text from a checkpoint"},
     {"compare", compare_command, "compare two runs' loss curves step by step"},
     {"plan", plan_command,
-     "the chapter's memory and communication formulas; --ledger checks a run; --search ranks layouts"},
+     "the chapter's memory and communication formulas; --ledger checks a run; --search ranks layouts; --predict one "
+     "layout of the trainer before it runs (--calibrate: this machine's rates)"},
     {"plot", plot_command, "loss curves of runs as an SVG picture"},
     {"trace", trace_command, "per rank: communication hidden behind compute vs exposed (--trace on runs)"},
     {"ring", ring_command, "the hand-written ring all-reduce checked and timed against MPI's (under mpirun)"},

@@ -2,7 +2,8 @@
 // dims or for a raw parameter count, with the recipe, attention kernel and data-parallel layout given
 // by flags, the model's experts by --moe-*, with --tp, --pp, --cp and --ep their sections (report/plan_report.h prints
 // them); `--ledger RUN/ledger.json` checks a run's measured bytes against the formulas, every rank, to the byte
-// (exit 1 on any difference); `--search` ranks every layout of N GPUs instead (cli/plan_search.cpp).
+// (exit 1 on any difference); `--search` ranks every layout of N GPUs instead (cli/plan_search.cpp), `--predict`
+// predicts one layout of the trainer rank by rank (cli/plan_predict.cpp). The command's entry: cli/plan_command.cpp.
 #include <algorithm>
 #include <iostream>
 #include <limits>
@@ -330,7 +331,8 @@ PlanRequest request(const Flags& f, const PlanFlags& v) {
 }  // namespace
 
 int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  if (std::find(args.begin(), args.end(), "--search") != args.end()) return plan_search_run(args, out, err);
+  for (const auto& [flag, run] : {std::pair{"--search", &plan_search_run}, std::pair{"--predict", &plan_predict_run}})
+    if (std::find(args.begin(), args.end(), flag) != args.end()) return run(args, out, err);
   PlanFlags v;
   Flags flags("shardlab plan",
               "The chapter's memory and communication formulas (1 GB = 1e9 bytes) for a preset, the trainer's GPT dims "
@@ -392,9 +394,4 @@ int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostre
 }
 
 }  // namespace plan
-
-int plan_command(const CommandArgs& args, const Runtime& rt) {
-  return rt.is_root() ? plan::plan_run(args, std::cout, std::cerr) : 0;
-}
-
 }  // namespace shardlab

@@ -1,0 +1,184 @@
+// `shardlab plan --predict --np N [layout flags]`: one layout of the trainer's GPT, given in the trainer's own flags,
+// before it runs — every rank's model-state bytes, activation peak and bytes sent per step on each axis (the formulas
+// `plan --ledger` checks a run against: plan/rank_prediction.h) and the step time at a machine's rates (--rates FILE,
+// written by `plan --calibrate`; else the chapter's A100 defaults). --json FILE writes the same as JSON, for scripts.
+// Exit 0, 2 on bad input (a layout the trainer would refuse, an unreadable rates file).
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "io/files.h"
+#include "plan/rank_prediction.h"
+
+namespace shardlab::plan {
+
+namespace {
+using u64 = std::uint64_t;
+
+struct PredictFail {
+  std::string message;
+};
+
+struct PredictFlags {
+  bool predict = false;
+  std::string dtype = "f32", recompute = "none", attention = "naive", rates, json;
+  u64 np = 0, zero = 0;
+  PredictSpec s;
+};
+
+void define(Flags& f, PredictFlags& v) {
+  f.flag("--predict", v.predict, "predict one layout of the trainer's GPT, rank by rank");
+  f.add("--np", v.np, "ranks of the run (mpirun -np N)");
+  f.group("Model and batch (the trainer's flags)");
+  f.add("--layers", v.s.layers, "transformer blocks L");
+  f.add("--hidden", v.s.hidden, "hidden size C");
+  f.add("--heads", v.s.heads, "attention heads");
+  f.add("--seq", v.s.seq, "sequence length");
+  f.add("--vocab", v.s.vocab, "vocabulary size");
+  f.choice("--dtype", v.dtype, {"f32", "f64"}, "compute type (AdamW, no mixed precision)");
+  f.add("--global-batch", v.s.global_batch, "samples per optimizer step");
+  f.add("--micro-batch", v.s.micro_batch, "samples per forward/backward");
+  f.choice("--recompute", v.recompute, {"none", "selective", "full"}, "recompute in backward");
+  f.choice("--attention", v.attention, {"naive", "flash"}, "attention kernel");
+  f.add("--moe-experts", v.s.experts, "experts E in every block's MLP (0: dense)");
+  f.add("--moe-top-k", v.s.top_k, "experts per token k");
+  f.group("Layout (the trainer's flags)");
+  f.add("--dp", v.s.dp, "data-parallel ranks (0: what the other axes leave)");
+  f.add("--tp", v.s.tp, "tensor-parallel ranks");
+  f.add("--pp", v.s.pp, "pipeline stages (1F1B)");
+  f.add("--cp", v.s.cp, "context-parallel ranks");
+  f.add("--ep", v.s.ep, "expert-parallel ranks");
+  f.add("--zero", v.zero, "ZeRO stage 0 | 1 | 2 | 3");
+  f.add("--bucket-mb", v.s.bucket_mb, "DP gradient bucket size in MB");
+  f.group("Machine and output");
+  f.add("--rates", v.rates, "FILE: rates measured by `plan --calibrate` (else the chapter's A100 defaults)", "FILE");
+  f.add("--json", v.json, "FILE: the prediction as JSON", "FILE");
+}
+
+StepRates read_rates(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw PredictFail{"cannot read --rates " + path};
+  std::stringstream text;
+  text << in.rdbuf();
+  StepRates r;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text.str());
+    r.gpu_flops = j.at("gpu_flops").get<double>();
+    r.intra_bytes_per_s = r.inter_bytes_per_s = j.at("bytes_per_s").get<double>();
+    r.latency_s = j.at("latency_s").get<double>();
+  } catch (const std::exception& e) {
+    throw PredictFail{"--rates " + path + " is not a rates file of `plan --calibrate` (" + e.what() + ")"};
+  }
+  if (!(r.gpu_flops > 0 && r.intra_bytes_per_s > 0 && r.latency_s >= 0 && std::isfinite(r.gpu_flops) &&
+        std::isfinite(r.intra_bytes_per_s) && std::isfinite(r.latency_s)))
+    throw PredictFail{"--rates " + path + ": gpu_flops and bytes_per_s must be positive, latency_s ≥ 0"};
+  return r;
+}
+
+nlohmann::json to_json(const PredictFlags& v, const StepRates& rates, const LayoutPrediction& p) {
+  nlohmann::json j;
+  j["layout"] = nlohmann::json::parse(describe_layout(v.s))["layout"];
+  j["world"] = p.world;
+  j["accum"] = p.accum;
+  j["rates"] = {{"gpu_flops", rates.gpu_flops},
+                {"bytes_per_s", rates.intra_bytes_per_s},
+                {"latency_s", rates.latency_s},
+                {"from", v.rates.empty() ? "the chapter's defaults" : v.rates}};
+  j["step_seconds"] = p.step_seconds;
+  j["ranks"] = nlohmann::json::array();
+  for (const RankPrediction& r : p.ranks) {
+    nlohmann::json k = {{"rank", r.rank},
+                        {"coords", {{"dp", r.dp}, {"tp", r.tp}, {"pp", r.pp}, {"cp", r.cp}, {"ep", r.ep}}},
+                        {"params", r.params},
+                        {"model_states", r.model_states},
+                        {"bytes_per_step", {{"tp", r.tp_bytes}, {"pp", r.pp_bytes}, {"cp", r.cp_bytes}}},
+                        {"flops", r.flops},
+                        {"seconds",
+                         {{"compute", r.compute},
+                          {"dp", r.dp_s},
+                          {"tp", r.tp_s},
+                          {"pp", r.pp_s},
+                          {"cp", r.cp_s},
+                          {"bubble", r.bubble},
+                          {"step", r.step()}}}};
+    k["activation_peak"] = r.activations_known ? nlohmann::json(r.activation_peak) : nlohmann::json(nullptr);
+    k["bytes_per_step"]["dp"] = r.dp_known ? nlohmann::json(r.dp_bytes) : nlohmann::json(nullptr);
+    j["ranks"].push_back(k);
+  }
+  return j;
+}
+
+void print(std::ostream& out, const PredictFlags& v, const StepRates& rates, const LayoutPrediction& p) {
+  out << "prediction for " << p.world << " ranks, " << p.accum << " micro-batch(es) of " << v.s.micro_batch
+      << " per step; rates " << (v.rates.empty() ? "the chapter's defaults" : "from " + v.rates) << ": "
+      << rates.gpu_flops / 1e9 << " GFLOP/s per rank, β " << rates.intra_bytes_per_s / 1e9 << " GB/s, α "
+      << rates.latency_s * 1e6 << " µs\n";
+  out << "rank  dp tp pp cp ep   model states B   activation peak B   bytes/step dp / tp / pp / cp        step ms "
+         "(compute + comm + bubble)\n";
+  for (const RankPrediction& r : p.ranks) {
+    std::ostringstream bytes;
+    bytes << (r.dp_known ? std::to_string(r.dp_bytes) : "?") << " / " << r.tp_bytes << " / " << r.pp_bytes << " / "
+          << r.cp_bytes;
+    out << std::setw(4) << r.rank << "  " << r.dp << "  " << r.tp << "  " << r.pp << "  " << r.cp << "  " << r.ep
+        << std::setw(17) << r.model_states << std::setw(20)
+        << (r.activations_known ? std::to_string(r.activation_peak) : "routing") << "   " << std::left << std::setw(32)
+        << bytes.str() << std::right << std::fixed << std::setprecision(2) << std::setw(8) << r.step() * 1e3 << " ("
+        << r.compute * 1e3 << " + " << (r.dp_s + r.tp_s + r.pp_s + r.cp_s) * 1e3 << " + " << r.bubble * 1e3 << ")\n"
+        << std::defaultfloat;
+  }
+  out << "predicted step: " << p.step_seconds * 1e3 << " ms (the slowest rank)\n";
+}
+}  // namespace
+
+int plan_predict_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  PredictFlags v;
+  Flags flags("shardlab plan --predict",
+              "One layout of the trainer's GPT before it runs: every rank's model states, activation peak and bytes "
+              "per axis (the formulas plan --ledger checks runs against) and the step time at measured rates.");
+  define(flags, v);
+  ParseResult r = flags.parse(args);
+  if (r.kind == ParseResult::help) {
+    out << flags.help();
+    return 0;
+  }
+  try {
+    if (r.kind == ParseResult::error) throw PredictFail{r.message};
+    if (!flags.given("--np")) throw PredictFail{"--predict needs --np N (the run's ranks)"};
+    if (v.np < 1 || v.np > 4096) throw PredictFail{"--np expects an integer in [1, 4096]"};
+    if (v.zero > 3) throw PredictFail{"--zero expects 0, 1, 2 or 3"};
+    for (const auto& [name, x] :
+         {std::pair{"--layers", v.s.layers}, std::pair{"--hidden", v.s.hidden}, std::pair{"--heads", v.s.heads},
+          std::pair{"--seq", v.s.seq}, std::pair{"--vocab", v.s.vocab}, std::pair{"--global-batch", v.s.global_batch},
+          std::pair{"--micro-batch", v.s.micro_batch}, std::pair{"--tp", v.s.tp}, std::pair{"--pp", v.s.pp},
+          std::pair{"--cp", v.s.cp}, std::pair{"--ep", v.s.ep}})
+      if (x < 1 || x > (u64(1) << 20)) throw PredictFail{std::string(name) + " expects an integer in [1, 1048576]"};
+    if (v.s.experts == 0 && v.s.ep > 1) throw PredictFail{"--ep needs --moe-experts"};
+    if (v.s.experts > 0 && (v.s.experts % v.s.ep != 0 || v.s.top_k < 1 || v.s.top_k > v.s.experts))
+      throw PredictFail{"--moe-experts must be a multiple of --ep and at least --moe-top-k ≥ 1"};
+    if (!(v.s.bucket_mb > 0)) throw PredictFail{"--bucket-mb expects a positive number"};
+    v.s.world = v.np;
+    v.s.zero = int(v.zero);
+    v.s.f64 = v.dtype == "f64";
+    parse_recompute(v.recompute, &v.s.recompute);
+    parse_attention_kernel(v.attention, &v.s.attention);
+    const StepRates rates = v.rates.empty() ? StepRates{} : read_rates(v.rates);
+    LayoutPrediction p;
+    try {
+      p = predict_layout(v.s, rates);
+    } catch (const std::runtime_error& e) {
+      throw PredictFail{e.what()};
+    }
+    if (!v.json.empty()) write_text_file_atomic(v.json, to_json(v, rates, p).dump(1) + "\n");
+    print(out, v, rates, p);
+    return 0;
+  } catch (const PredictFail& f) {
+    err << "shardlab plan --predict: error: " << f.message << " (shardlab plan --predict --help lists the flags)\n";
+    return 2;
+  }
+}
+
+}  // namespace shardlab::plan

@@ -1,0 +1,219 @@
+// plan/rank_prediction.cpp — every rank's memory, bytes and step time of a layout of the trainer's GPT, before it runs
+// (see rank_prediction.h).
+#include "plan/rank_prediction.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "check/activation_check.h"
+#include "check/ledger_check.h"
+#include "check/ledger_read.h"
+#include "comm/grid_coords.h"
+#include "parallel/pipeline_partition.h"
+#include "parallel/schedule.h"
+#include "plan/cp_bytes.h"
+#include "plan/pipeline_stages.h"
+#include "plan/tp_bytes.h"
+
+namespace shardlab::plan {
+
+namespace {
+using u64 = std::uint64_t;
+
+u64 grid_dp(const PredictSpec& s) {
+  const u64 others = s.tp * s.pp * s.cp * s.ep;
+  if (others == 0 || s.world % others != 0)
+    throw std::runtime_error("tp × pp × cp × ep = " + std::to_string(others) + " does not divide the " +
+                             std::to_string(s.world) + " ranks");
+  const u64 dp = s.dp ? s.dp : s.world / others;
+  if (dp * others != s.world)
+    throw std::runtime_error("dp × tp × pp × cp × ep = " + std::to_string(dp * others) + " is not the " +
+                             std::to_string(s.world) + " ranks");
+  return dp;
+}
+
+u64 accum_of(const PredictSpec& s, u64 dp) {
+  const u64 per_step = dp * s.ep * s.micro_batch;
+  if (per_step == 0 || s.global_batch % per_step != 0)
+    throw std::runtime_error("--global-batch " + std::to_string(s.global_batch) +
+                             " is not a multiple of dp·ep·b = " + std::to_string(per_step));
+  return s.global_batch / per_step;
+}
+
+GptDims dims_of(const PredictSpec& s) {
+  GptDims d{s.vocab, s.seq, s.hidden, s.layers};
+  d.moe.experts = s.experts;
+  d.moe.top_k = s.top_k;
+  return d;
+}
+
+// Ring messages of one dp phase call: (n − 1) steps, twice for an all-reduce; buckets of bucket_mb cut a call.
+double dp_messages(const CommPhase& p, double bucket_bytes) {
+  if (p.ring < 2) return 0;
+  const double steps = double(p.ring - 1) * (p.op == RingOp::all_reduce ? 2 : 1);
+  const double payload = double(p.elements * p.elem_bytes) * double(p.ring) / steps;
+  return double(p.times) * steps * std::max(1.0, std::ceil(payload / bucket_bytes));
+}
+}  // namespace
+
+std::string describe_layout(const PredictSpec& s) {
+  const u64 dp = grid_dp(s), accum = accum_of(s, dp);
+  const GptDims d = dims_of(s);
+  nlohmann::json j;
+  j["world_size"] = s.world;
+  const nlohmann::json activations = {{"seq", s.seq},
+                                      {"micro_batch", s.micro_batch},
+                                      {"hidden", s.hidden},
+                                      {"heads", s.heads},
+                                      {"layers", s.layers},
+                                      {"vocab", s.vocab},
+                                      {"width", s.f64 ? 8 : 4},
+                                      {"stat_width", s.f64 ? 8 : 4},
+                                      {"attention", attention_name(s.attention)},
+                                      {"recompute", recompute_name(s.recompute)},
+                                      {"dropout", 0.0},
+                                      {"micro_batches", accum},
+                                      {"tp", s.tp},
+                                      {"sequence_parallel", false},
+                                      {"cp", s.cp}};
+  j["model"] = {{"params", tp_param_count(d, s.tp, s.ep)},
+                {"dtype", s.f64 ? "f64" : "f32"},
+                {"mixed", "none"},
+                {"optimizer", "adamw"},
+                {"grad_accum_dtype", "bf16"},
+                {"master", "fp32"},
+                {"momentum", 0.9},
+                {"activations", activations}};
+  j["layout"] = {{"dp", dp},
+                 {"strategy", strategy_name(strategy_at(s.zero))},
+                 {"ranks_per_node", 0},  // one host: every ring inside it
+                 {"accum", accum},
+                 {"steps", 1},
+                 {"comm", "ring"},
+                 {"tp", s.tp},
+                 {"sequence_parallel", false},
+                 {"cp", s.cp},
+                 {"cp_split", "zigzag"},
+                 {"ep", s.ep},
+                 {"bucket_mb", s.bucket_mb},
+                 {"pp", s.pp},
+                 {"schedule", "1f1b"},
+                 {"virtual_stages", 1},
+                 {"exact", false}};
+  return j.dump();
+}
+
+LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates) {
+  const nlohmann::json j = nlohmann::json::parse(describe_layout(s));
+  LedgerCheck c;
+  c.psi = need_u64(j["model"], "params", "model");
+  c.recipe = read_recipe(j["model"]);
+  c.activation_shape = read_activation_shape(j["model"]["activations"]);
+  c.activation_shape.moe = dims_of(s).moe;
+  c.world_size = int(s.world);
+  read_layout(j, &c);
+  if (s.pp > 1)
+    if (const std::string why = pipeline_problem(int(s.layers), c.pp, 1, c.schedule, {}); !why.empty())
+      throw std::runtime_error(why);
+  if (s.cp > 1 && (s.attention != AttentionKernel::flash || s.seq % (2 * s.cp) != 0))
+    throw std::runtime_error("cp > 1 needs --attention flash and seq a multiple of 2·cp");
+  const bool moe = s.experts > 0;
+  const ActivationShape& a = c.activation_shape;
+  const StageShape shape = stage_shape(c);
+  LayoutPrediction out;
+  out.world = s.world;
+  out.accum = c.layout.accum;
+
+  // Compute: plan/step_time.h's FLOPs of a GPU's share (its largest stage), the same for every rank of a stage.
+  SearchModel m{"gpt", c.psi, s.hidden, s.layers, s.heads, s.seq, s.vocab, s.experts, false};
+  SearchLayout sl;
+  sl.dp = c.grid_dp, sl.tp = s.tp, sl.pp = s.pp, sl.cp = s.cp, sl.ep = s.ep, sl.zero = s.zero;
+  sl.micro_batch = s.micro_batch, sl.micro_batches = c.layout.accum, sl.recompute = s.recompute;
+  sl.attention = s.attention;
+  double flops = step_flops_per_gpu(m, sl, s.global_batch).total();
+  if (moe) {  // each token runs k experts' MLPs (the dense count has one) and the router: 6 FLOPs per weight
+    const ExpertDims& e = a.moe;
+    const double share =
+        double(largest_stage_blocks(m, s.pp)) / double(s.layers) / double(c.grid_dp * s.ep * s.tp * s.cp);
+    const double per_token =
+        double(e.blocks(s.layers)) *
+        (double(e.top_k - 1) * 2.0 * double(s.hidden * e.width(s.hidden)) + double(s.hidden * e.experts));
+    flops += 6 * double(s.global_batch * s.seq) * per_token * share;
+  }
+  const double beta = rates.intra_bytes_per_s, alpha = rates.latency_s;
+
+  for (u64 k = 0; k < s.world; ++k) {
+    RankPrediction r;
+    r.rank = int(k);
+    const GridCoords at = coords_of_rank(GridSizes{int(c.grid_dp), int(c.tp), c.pp, int(c.cp), int(c.ep)}, int(k));
+    r.dp = at.dp, r.tp = at.tp, r.pp = at.pp, r.cp = at.cp, r.ep = at.ep;
+    u64 member = u64(at.dp) * c.cp + u64(at.cp);  // as check_ledger_text: the rank's place in the gradient group
+    if (c.layout.strategy == Strategy::dp) member = member * c.ep + u64(at.ep);
+    r.params = c.psi;
+    std::vector<bool> held;
+    if (c.pp > 1) {
+      r.params = stage_param_count(shape, at.pp);
+      held = stage_partition(shape).held_units(at.pp);
+    }
+    const PerCategory states = per_rank_model_state_bytes(c.recipe, r.params, c.layout);
+    for (int i = 0; i < kNumCategories; ++i) r.model_states += states.v[i];
+    const StageFacts st =
+        c.pp > 1 ? stage_facts(c, at.pp) : StageFacts{a.layers, true, activation_peak(a, a.layers, true)};
+    r.activations_known = !moe;
+    if (!moe) r.activation_peak = st.peak;
+    if (!moe && c.layout.dp > 1) {
+      r.dp_known = true;
+      r.dp_bytes = step_comm_bytes(c.recipe, r.params, c.layout, member).total().total();
+      for (const CommPhase& p : step_comm_phases(c.recipe, r.params, c.layout, member))
+        r.dp_messages += dp_messages(p, s.bucket_mb * 1e6);
+    } else if (!moe) {
+      r.dp_known = true;
+    }
+    if (c.tp > 1) {
+      TpShape t;
+      t.gpt = dims_of(s);
+      t.micro_batch = s.micro_batch, t.accum = c.layout.accum, t.tp = c.tp, t.recompute = s.recompute;
+      t.act_bytes = u64(c.recipe.compute_bytes());
+      t.grad_bytes = bytes_per_param(c.recipe)[Mem::grad];
+      t.held = held, t.cp = c.cp;
+      const ShardLayout g = shard_layout(c.layout, r.params);
+      const bool whole = c.layout.strategy == Strategy::dp;
+      const u64 lo = whole ? 0 : member * g.shard(), hi = whole ? g.padded() : lo + g.shard();
+      for (const TpPhase& p : tp_step_phases(t, u64(at.tp), lo, hi)) {
+        r.tp_bytes += p.bytes();
+        r.tp_messages += double(p.times) * double(c.tp - 1) * (p.op == RingOp::all_reduce ? 2 : 1);
+      }
+    }
+    if (c.pp > 1) {
+      const u64 e = u64(c.recipe.compute_bytes());
+      r.pp_bytes = stage_p2p_sent_bytes(shape, at.pp, s.micro_batch, c.layout.accum, e);
+      r.pp_messages = double(r.pp_bytes) / double(s.micro_batch * (s.seq / s.cp) * s.hidden * e);
+    }
+    if (c.cp > 1) {
+      CpShape cs;
+      cs.seq = s.seq, cs.micro_batch = s.micro_batch, cs.hidden = s.hidden, cs.heads = s.heads, cs.tp = c.tp;
+      cs.cp = c.cp, cs.blocks = st.blocks, cs.accum = c.layout.accum, cs.recompute = s.recompute;
+      cs.elem_bytes = u64(c.recipe.compute_bytes()), cs.head = st.head;
+      const CpStepBytes b = cp_step_bytes(cs);
+      r.cp_bytes = b.total(), r.cp_messages = double(b.messages);
+    }
+    r.flops = flops;
+    r.compute = flops / rates.gpu_flops;
+    r.dp_s = double(r.dp_bytes) / beta + r.dp_messages * alpha;
+    r.tp_s = double(r.tp_bytes) / beta + r.tp_messages * alpha;
+    r.pp_s = double(r.pp_bytes) / beta + r.pp_messages * alpha;
+    r.cp_s = double(r.cp_bytes) / beta + r.cp_messages * alpha;
+    if (c.pp > 1) {
+      const double idle = bubble_formula(ScheduleKind::one_f_one_b, c.pp, int(c.layout.accum), 1);
+      r.bubble = r.compute * idle / (1 - idle);
+    }
+    out.step_seconds = std::max(out.step_seconds, r.step());
+    out.ranks.push_back(r);
+  }
+  return out;
+}
+
+}  // namespace shardlab::plan

@@ -1,0 +1,78 @@
+// plan/rank_prediction.h — what one layout of the trainer's own GPT will use on every rank, before it runs (claim
+// C29: the cost each axis moves, C30: checked at small scale): model-state bytes, the activation peak and the bytes
+// sent per step on each axis, from the very formulas `plan --ledger` holds a finished run to (check/ledger_check.h),
+// and the step time those bytes and the FLOPs cost at a machine's rates (plan/step_time.h's StepRates).
+//
+// The layout is described the way the trainer writes it into ledger.json ("model" and "layout"), then read through
+// the check's own readers (read_recipe, read_activation_shape, read_layout), so prediction and check derive the same
+// groups, shards and stages. Per rank (its coordinates: comm/grid_coords.h):
+//   model states  per_rank_model_state_bytes of its Ψ (its tp slice of its stage, its E/ep experts)
+//   activations   the activation peak of its stage's schedule (plan/activation_items.h, pipeline_stages.h); dense
+//                 models only: with experts the records follow the routing
+//   dp bytes      step_comm_bytes over the gradient group (dense models; with experts the ranges follow ep_bytes.h
+//                 and are not predicted here)
+//   tp, pp, cp    tp_step_bytes of its slice, stage_p2p_sent_bytes, cp_step_bytes (ring attention)
+//   ep            not predicted: a dropless all-to-all moves what the router chose
+// Step time (seconds) of a rank, every term exposed (the trainer's collectives block; nothing overlaps on a CPU rank):
+//   compute  plan/step_time.h's FLOPs of the largest stage's share (6·N + 12·L·s·h per token, recompute's extra; with
+//            experts each token's k − 1 further expert MLPs and the router, 6 FLOPs per weight) ÷
+//            gpu_flops (a calibration: the trainer's own effective rate on one rank, elementwise work included)
+//   comm     per axis, bytes sent ÷ β + messages × α (β, α: intra-node; one host)
+//   bubble   1F1B's (p − 1)/m × compute
+// The step is the slowest rank's. Left out: smaller GEMMs running slower than the calibrated ones, ranks sharing a
+// core (more ranks than cores: the time is not a prediction of anything then), the optimizer's elementwise update.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/activation_policy.h"
+#include "plan/step_time.h"
+
+namespace shardlab::plan {
+
+// A layout of the trainer's GPT, in the trainer's flags (train/train_config.h): AdamW, f32 or f64, no mixed precision.
+struct PredictSpec {
+  std::uint64_t layers = 4, hidden = 64, heads = 4, seq = 64, vocab = 256;
+  bool f64 = false;
+  std::uint64_t global_batch = 8, micro_batch = 2;
+  std::uint64_t dp = 0, tp = 1, pp = 1, cp = 1, ep = 1;  // dp 0: what the world leaves
+  std::uint64_t world = 1;
+  int zero = 0;
+  std::uint64_t experts = 0, top_k = 2;
+  Recompute recompute = Recompute::none;
+  AttentionKernel attention = AttentionKernel::naive;
+  double bucket_mb = 1;
+};
+
+struct RankPrediction {
+  int rank = 0;
+  int dp = 0, tp = 0, pp = 0, cp = 0, ep = 0;  // coordinates
+  std::uint64_t params = 0;                    // Ψ this rank holds
+  std::uint64_t model_states = 0;              // bytes: param + grad + master + optimizer states
+  bool activations_known = false;
+  std::uint64_t activation_peak = 0;
+  bool dp_known = false;
+  std::uint64_t dp_bytes = 0, tp_bytes = 0, pp_bytes = 0, cp_bytes = 0;  // sent per step
+  double dp_messages = 0, tp_messages = 0, pp_messages = 0, cp_messages = 0;
+  double flops = 0;                                            // per step (formula)
+  double compute = 0, dp_s = 0, tp_s = 0, pp_s = 0, cp_s = 0;  // seconds (dp_s… exposed communication)
+  double bubble = 0;
+  double step() const { return compute + dp_s + tp_s + pp_s + cp_s + bubble; }
+};
+
+struct LayoutPrediction {
+  std::uint64_t world = 1, accum = 1;
+  std::vector<RankPrediction> ranks;
+  double step_seconds = 0;  // the slowest rank's
+};
+
+// Every rank's prediction. Throws std::runtime_error with one sentence on a layout the check's readers refuse (or the
+// batch does not split: B % (dp·ep·b)).
+LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates);
+
+// The trainer's ledger description of the layout (world_size, model, layout), as train/run_report.cpp writes it.
+std::string describe_layout(const PredictSpec& s);
+
+}  // namespace shardlab::plan

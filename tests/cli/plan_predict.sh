@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# `shardlab plan --predict` and `plan --calibrate` (plan/rank_prediction.h; claims C29, C30), against real runs:
+#  (1) calibration: a 1-rank run, then `plan --calibrate` under 2 ranks: the rates file holds a FLOP rate above 1% of
+#      this core's FMA peak and not above it, a finite β > 0 and α ≥ 0;
+#  (2) 12 layouts of the small GPT (scripts/predict_table.py: single, dp 2, ZeRO-1/2/3, tp 2, pp 2, cp 2, ep 2,
+#      dp 2 × tp 2, tp 2 × pp 2, dp 2 × pp 2 × tp 2): on every rank the predicted model states, activation peak and
+#      bytes per step on dp, tp, pp and cp equal the run's ledger.json exactly, and `plan --ledger` passes on each run;
+#  (3) a few of those numbers against the chapter's formulas by hand (Ψ of the GPT's dims, 16 B/param, the DP ring's
+#      2(N−1)/N and ZeRO-3's gathers);
+#  (4) time: every prediction finite and positive; predicted vs measured and the errors printed, never a threshold
+#      (a shared 2-core machine's clock: the timed target is `make bench`'s section);
+#  (5) bad input: no --np, heads not split by tp, a batch that does not split, an unreadable --rates, --calibrate
+#      on one rank: one line, exit 2.
+# Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_layouts.sh"
+
+MODEL="--layers 4 --hidden 128 --heads 4 --seq 64 --global-batch 8 --micro-batch 2"
+# shellcheck disable=SC2086
+"$S" train $MODEL --steps 8 --eval-every 0 --eval-windows 0 --progress none --out "$tmp/one" >"$tmp/one.log" 2>&1 ||
+  fail "setup: a 1-rank run" "$(last "$tmp/one.log")"
+mpi 2 "$S" plan --calibrate --run "$tmp/one" --out "$tmp/rates.json" >"$tmp/cal.log" 2>&1 ||
+  fail "setup: plan --calibrate under 2 ranks" "$(last "$tmp/cal.log")"
+sed 's/^/  /' "$tmp/cal.log"
+why=$(python3 - "$tmp/rates.json" <<'PY'
+import json, math, sys
+r = json.load(open(sys.argv[1]))
+f, peak, b, a = r["gpu_flops"], r["how"]["fma_peak_flops"], r["bytes_per_s"], r["latency_s"]
+bad = []
+if not (math.isfinite(f) and 0.01 * peak < f <= peak): bad.append("FLOP rate %g not in (1%%, 100%%] of the FMA peak %g" % (f, peak))
+if not (math.isfinite(b) and b > 0): bad.append("β %g" % b)
+if not (math.isfinite(a) and a >= 0): bad.append("α %g" % a)
+print("; ".join(bad))
+PY
+)
+[ -z "$why" ] && ok "calibration: a FLOP rate within the FMA peak, β > 0, α ≥ 0" || fail "calibration: sane rates" "$why"
+
+python3 scripts/predict_table.py --rates "$tmp/rates.json" --out "$tmp/table" --steps 6 --json "$tmp/table.json" \
+  >"$tmp/table.log" 2>&1
+rc=$?
+cat "$tmp/table.log"
+[ -f "$tmp/table.json" ] || fail "setup: predict_table.py wrote its JSON" "$(last "$tmp/table.log")"
+[ $rc = 0 ] && ok "every layout: memory and bytes predicted = measured on every rank, plan --ledger passes" ||
+  fail "predicted = measured" "exit $rc: $(grep MISMATCH "$tmp/table.log" | head -3 | tr '\n' '|')"
+
+why=$(python3 - "$tmp/table.json" <<'PY'
+import json, math, sys
+t = {r["layout"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+# Ψ of the trainer's GPT by hand (L 4, h 128, V 256, s 64): embeddings, per block 2 LN + QKV + W^O + MLP, final LN, head.
+L, h, V, s = 4, 128, 256, 64
+psi = V * h + s * h + L * (2 * 2 * h + 3 * h * h + 3 * h + h * h + h + 4 * h * h + 4 * h + 4 * h * h + h) + 2 * h + V * h
+bad = []
+want = {"single": ("model_states", 16 * psi), "dp2-zero1": ("model_states", 8 * psi + 8 * psi // 2),
+        "dp2-zero3": ("model_states", 16 * psi // 2)}
+for name, (key, v) in want.items():
+    if name in t and t[name][key][0] != v: bad.append("%s %s %d, by hand %d" % (name, key, t[name][key][0], v))
+# DP ring all-reduce of 4-byte gradients over 2 ranks: 2(N−1)/N·4Ψ; ZeRO-3 with 2 micro-batches: per micro-batch a
+# forward and a backward all-gather of the params and a reduce-scatter of the grads, each (N−1)/N·4Ψ.
+for name, v in (("dp2", 4 * psi), ("dp2-zero3", 6 * 2 * psi)):
+    if name in t and t[name]["bytes_measured"]["dp"][0] != v: bad.append("%s dp bytes %s, by hand %d" % (name, t[name]["bytes_measured"]["dp"][0], v))
+for r in t.values():
+    if not (math.isfinite(r["step_predicted_s"]) and r["step_predicted_s"] > 0): bad.append("%s: predicted step %s" % (r["layout"], r["step_predicted_s"]))
+if len(t) != 12: bad.append("%d layouts in the table, not 12" % len(t))
+print("; ".join(bad))
+PY
+)
+[ -z "$why" ] && ok "by hand: 16·Ψ, ZeRO-1's 12·Ψ and ZeRO-3's 8·Ψ bytes, the dp rings' 4Ψ and 12Ψ; every predicted step finite > 0" ||
+  fail "by-hand numbers" "$why"
+
+# Bad input: one line, exit 2.
+bad_predict() {  # NAME ARGS...
+  local name=$1
+  shift
+  "$S" plan "$@" >"$tmp/bad.out" 2>"$tmp/bad.err"
+  local rc=$? lines
+  lines=$(wc -l <"$tmp/bad.err")
+  [ $rc = 2 ] && [ "$lines" = 1 ] && ok "bad input: $name (exit 2, one line)" ||
+    fail "bad input: $name" "exit $rc, $lines lines: $(head -c 200 "$tmp/bad.err")"
+}
+bad_predict "no --np" --predict $MODEL
+bad_predict "--tp 3 over 4 heads" --predict --np 3 --tp 3 $MODEL
+bad_predict "a batch dp 3 does not split" --predict --np 3 $MODEL
+bad_predict "an unreadable --rates" --predict --np 1 --rates "$tmp/none.json" $MODEL
+bad_predict "--calibrate on one rank" --calibrate --run "$tmp/one" --out "$tmp/r.json"
+exit $((fails > 0))
