@@ -34,8 +34,9 @@ struct SearchModel {
   std::string name;  // "7b", "70b" or "gpt"
   std::uint64_t psi = 0;
   std::uint64_t hidden = 0, layers = 0, heads = 0, seq = 0, vocab = 0;  // h, L, a, s, V
-  std::uint64_t experts = 0;                                            // E (0: dense; the search then keeps ep = 1)
-  bool preset = false;  // Ψ is the chapter's round number, not a count of these dims
+  std::uint64_t experts = 0;  // E (0: dense; the search then keeps ep = 1). `plan --search` sets no experts yet:
+                              // only the unit tests enumerate ep (no expert memory or all-to-all time is modelled)
+  bool preset = false;        // Ψ is the chapter's round number, not a count of these dims
 };
 
 struct SearchLayout {

@@ -86,7 +86,9 @@ StepTime step_time(const SearchModel& m, const SearchLayout& l, u64 global_batch
       const double sent = double(p.elements * p.elem_bytes);  // the ring's share of one call (C8)
       comm[side] += double(p.times) * (r.latency_s + sent / b);
       calls[side] = std::max(calls[side], p.times);
-      tail[side] = r.latency_s + std::min(r.bucket_bytes, sent) / b;  // the last bucket waits for nothing
+      // The last bucket waits for nothing: what one member sends of it, the ring's share (C8) of a bucket's bytes.
+      const double share = (p.op == RingOp::all_reduce ? 2.0 : 1.0) * double(p.ring - 1) / double(p.ring);
+      tail[side] = r.latency_s + std::min(r.bucket_bytes * share, sent) / b;
       t.dp_bytes += double(p.bytes());
     }
     const double window[2] = {forward, backward};

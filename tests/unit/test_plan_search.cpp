@@ -147,6 +147,11 @@ TEST_CASE("search: the time model's pieces", "[plan][search]") {
   CHECK(step_time(m, l, 1024, r).dp == Approx(5e-6 + 25e6 / 20e9));
   r.gpu_flops = 1e18;
   CHECK(step_time(m, l, 1024, r).dp > 0.9 * t.dp_total);
+  // At dp 4 a member sends 2·(3/4) of each bucket it all-reduces: the exposed last bucket is 1.5 × 25 MB at β.
+  SearchLayout l4 = l;
+  l4.dp = 4, l4.micro_batches = 128;  // 4·2·128 = 1024
+  r.gpu_flops = 1e12;
+  CHECK(step_time(m, l4, 1024, r).dp == Approx(5e-6 + 1.5 * 25e6 / 20e9));
 }
 
 TEST_CASE("search: rows fit the memory and are sorted by step time", "[plan][search]") {
