@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "io/files.h"
 #include "plan/rank_prediction.h"
+#include "plan/rates_file.h"
 
 namespace shardlab::plan {
 
@@ -57,26 +58,6 @@ void define(Flags& f, PredictFlags& v) {
   f.group("Machine and output");
   f.add("--rates", v.rates, "FILE: rates measured by `plan --calibrate` (else the chapter's A100 defaults)", "FILE");
   f.add("--json", v.json, "FILE: the prediction as JSON", "FILE");
-}
-
-StepRates read_rates(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw PredictFail{"cannot read --rates " + path};
-  std::stringstream text;
-  text << in.rdbuf();
-  StepRates r;
-  try {
-    const nlohmann::json j = nlohmann::json::parse(text.str());
-    r.gpu_flops = j.at("gpu_flops").get<double>();
-    r.intra_bytes_per_s = r.inter_bytes_per_s = j.at("bytes_per_s").get<double>();
-    r.latency_s = j.at("latency_s").get<double>();
-  } catch (const std::exception& e) {
-    throw PredictFail{"--rates " + path + " is not a rates file of `plan --calibrate` (" + e.what() + ")"};
-  }
-  if (!(r.gpu_flops > 0 && r.intra_bytes_per_s > 0 && r.latency_s >= 0 && std::isfinite(r.gpu_flops) &&
-        std::isfinite(r.intra_bytes_per_s) && std::isfinite(r.latency_s)))
-    throw PredictFail{"--rates " + path + ": gpu_flops and bytes_per_s must be positive, latency_s ≥ 0"};
-  return r;
 }
 
 nlohmann::json to_json(const PredictFlags& v, const StepRates& rates, const LayoutPrediction& p) {
@@ -165,11 +146,12 @@ int plan_predict_run(const std::vector<std::string>& args, std::ostream& out, st
     v.s.f64 = v.dtype == "f64";
     parse_recompute(v.recompute, &v.s.recompute);
     parse_attention_kernel(v.attention, &v.s.attention);
-    const StepRates rates = v.rates.empty() ? StepRates{} : read_rates(v.rates);
+    StepRates rates;
     LayoutPrediction p;
     try {
+      if (!v.rates.empty()) rates = read_rates_file(v.rates);
       p = predict_layout(v.s, rates);
-    } catch (const std::runtime_error& e) {
+    } catch (const std::exception& e) {  // the rates file's one line, or the layout's
       throw PredictFail{e.what()};
     }
     if (!v.json.empty()) write_text_file_atomic(v.json, to_json(v, rates, p).dump(1) + "\n");

@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "io/files.h"
+#include "plan/rates_file.h"
 #include "report/plan_report.h"
 #include "report/search_report.h"
 
@@ -25,7 +26,7 @@ struct SearchFail {
 
 struct SearchFlags {
   bool search = false;
-  std::string preset, json;
+  std::string preset, json, rates;
   u64 gpus = 0, layers = 4, hidden = 128, heads = 4, seq = 64, vocab = 256, global_batch = 1024, ranks_per_node = 8,
       top = 15;
   double gpu_mem = 80, gpu_tflops = 312, intra_gbps = 300, inter_gbps = 25, latency_us = 10;
@@ -49,6 +50,7 @@ void define(Flags& f, SearchFlags& v) {
   f.add("--inter-gbps", v.inter_gbps, "inter-node link speed in GB/s");
   f.add("--ranks-per-node", v.ranks_per_node, "GPUs per node K");
   f.add("--latency-us", v.latency_us, "latency α per message, in µs");
+  f.add("--rates", v.rates, "FILE: this machine's rates from `plan --calibrate` (in place of the four above)", "FILE");
   f.group("Output");
   f.add("--top", v.top, "rows of the table");
   f.add("--json", v.json, "FILE: the whole ranking as JSON", "FILE");
@@ -102,9 +104,23 @@ SearchRequest search_request(const Flags& f, const SearchFlags& v) {
   q.rates.ranks_per_node = v.ranks_per_node;
   q.gpu_memory_gb = v.gpu_mem;
   q.top = v.top;
-  for (const char* n :
-       {"--global-batch", "--seq", "--gpu-tflops", "--intra-gbps", "--inter-gbps", "--latency-us", "--ranks-per-node"})
+  const char* const rate_flags[] = {"--gpu-tflops", "--intra-gbps", "--inter-gbps", "--latency-us"};
+  if (f.given("--rates")) {
+    for (const char* n : rate_flags)
+      if (f.given(n)) throw SearchFail{std::string("--rates gives the rates: drop ") + n};
+    try {
+      const StepRates measured = read_rates_file(v.rates);
+      q.rates.gpu_flops = measured.gpu_flops, q.rates.latency_s = measured.latency_s;
+      q.rates.intra_bytes_per_s = measured.intra_bytes_per_s, q.rates.inter_bytes_per_s = measured.inter_bytes_per_s;
+      q.rates_file = v.rates;
+    } catch (const std::invalid_argument& e) {
+      throw SearchFail{e.what()};
+    }
+  }
+  for (const char* n : {"--global-batch", "--seq", "--ranks-per-node"})
     if (!f.given(n)) q.defaults.push_back(n);
+  for (const char* n : rate_flags)
+    if (!f.given(n) && !f.given("--rates")) q.defaults.push_back(n);
   return q;
 }
 

@@ -144,8 +144,9 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
       << marked(q, "--latency-us", "α = " + shortest(k.latency_s * 1e6) + " µs per message") << ", "
       << marked(q, "--ranks-per-node", "K = " + std::to_string(k.ranks_per_node) + " GPUs per node") << ", DP bucket "
       << shortest(k.bucket_bytes / 1e6) << " MB\n"
-      << "        (defaults: 312 TFLOPS = A100 bf16 dense peak, our choice; 300 / 25 GB/s and 8-GPU nodes the "
-         "chapter's; α our choice)\n"
+      << (q.rates_file.empty() ? "        (defaults: 312 TFLOPS = A100 bf16 dense peak, our choice; 300 / 25 GB/s and "
+                                 "8-GPU nodes the chapter's; α our choice)\n"
+                               : "        (measured on this machine by plan --calibrate: " + q.rates_file + ")\n")
       << "placement: tp innermost, then cp, ep, dp, pp outermost; a group inside one node uses the intra-node link\n"
       << "overlap: dp gradients hide behind backward, parameter all-gathers behind forward, except the last bucket;\n"
       << "         tp, cp exposed; pp only while 1F1B fills and drains; bubble = (p−1)/m × compute (C20)\n"
@@ -221,7 +222,8 @@ nlohmann::json search_json(const SearchRequest& q, const SearchResult& r) {
                         {"inter_bytes_per_s", q.rates.inter_bytes_per_s},
                         {"latency_s", q.rates.latency_s},
                         {"ranks_per_node", q.rates.ranks_per_node},
-                        {"bucket_bytes", q.rates.bucket_bytes}}},
+                        {"bucket_bytes", q.rates.bucket_bytes},
+                        {"from", q.rates_file.empty() ? "defaults and flags" : q.rates_file}}},
                       {"counts",
                        {{"enumerated", r.counts.enumerated},
                         {"refused_by_divisibility", r.counts.divisibility},

@@ -24,6 +24,7 @@ struct SearchRequest {
   double gpu_memory_gb = 80;
   std::uint64_t top = 15;
   std::vector<std::string> defaults;  // the flags left at their default values, e.g. "--gpu-tflops"
+  std::string rates_file;             // --rates FILE: the rates measured by `plan --calibrate` (else empty)
   bool is_default(const std::string& flag) const;
 };
 

@@ -160,4 +160,19 @@ bad "no --gpus" "needs --gpus" --search --gpu-mem 80 --preset 7b
 bad "12 GPUs on nodes of 8" "whole number of nodes" --search --gpus 12 --gpu-mem 80 --preset 7b
 bad "an ordinary plan flag with --search" "--dp" --search --gpus 8 --gpu-mem 80 --preset 7b --dp 8
 
+# --rates FILE (plan --calibrate's): the search runs at the file's rates and says so in its header and JSON.
+printf '{"gpu_flops": 6.8e10, "bytes_per_s": 5.9e9, "latency_s": 1.3e-6}\n' >"$tmp/rates.json"
+$S plan --search --gpus 2 --gpu-mem 1 --global-batch 8 --rates "$tmp/rates.json" --json "$tmp/rates_search.json" \
+  >"$tmp/rates.out" 2>&1
+rc=$?
+got=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["rates"]
+print(r["gpu_flops"], r["intra_bytes_per_s"], r["inter_bytes_per_s"], r["latency_s"])' "$tmp/rates_search.json" 2>&1)
+if [ $rc -eq 0 ] && [ "$got" = "68000000000.0 5900000000.0 5900000000.0 1.3e-06" ] &&
+  grep -q "measured on this machine by plan --calibrate" "$tmp/rates.out"; then
+  ok "--rates FILE: the search runs at the file's rates ($got) and names them"
+else fail "--rates FILE: the search at the file's rates" "rc $rc, rates $got"; fi
+bad "--rates with --gpu-tflops" "drop --gpu-tflops" --search --gpus 2 --gpu-mem 1 --rates "$tmp/rates.json" --gpu-tflops 3
+echo '{}' >"$tmp/empty_rates.json"
+bad "--rates FILE without gpu_flops" "not a rates file" --search --gpus 2 --gpu-mem 1 --rates "$tmp/empty_rates.json"
+
 [ $fails -eq 0 ]
