@@ -11,6 +11,7 @@
 
 #include "check/ledger_report.h"
 #include "cli/command.h"
+#include "cli/moe_flags.h"
 #include "parallel/pipeline_partition.h"
 #include "parallel/schedule.h"
 #include "report/plan_report.h"
@@ -37,7 +38,8 @@ struct PlanFlags {
   u64 cp = 1;
   ContextSplit cp_split = ContextSplit::zigzag;
   int pp = 1, micro_batches = 4, virtual_stages = 2;
-  u64 ep = 1, moe_experts = 0, moe_top_k = 2, moe_every = 1, moe_ffn = 0;
+  u64 ep = 1;
+  MoeFlags moe;
   double momentum = 0.9, intra_gbps = 300, inter_gbps = 25, dropout = 0;
 };
 
@@ -85,10 +87,7 @@ void define(Flags& f, PlanFlags& v) {
   f.choice("--cp-split", v.cp_split, kContextSplitWords,
            "which tokens a cp rank holds: zigzag (chunks r and 2c−1−r) or contiguous");
   f.group("Mixture of experts (claim C25)");
-  f.add("--moe-experts", v.moe_experts, "experts E in place of the MLP of every --moe-every-th block (0: dense)");
-  f.add("--moe-top-k", v.moe_top_k, "experts per token k");
-  f.add("--moe-every", v.moe_every, "MoE in blocks l with l % n == 0");
-  f.add("--moe-ffn", v.moe_ffn, "each expert's width F (0: 4·hidden)");
+  define_moe_flags(f, v.moe);
   f.add("--ep", v.ep,
         "expert-parallel ranks e: E/e experts per rank, the all-to-alls per MoE layer (with --preset 7b: a "
         "Mixtral-8x7B-like model)");
@@ -228,22 +227,11 @@ void cp_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
 
 // --moe-* (the model's experts) and --ep (claim C25): the trainer's rules — 1 ≤ k ≤ E, E divisible by e.
 void moe_request(const Flags& f, const PlanFlags& v, PlanRequest& o) {
-  const bool moe = f.given("--moe-experts");
-  for (const char* n : {"--moe-top-k", "--moe-every", "--moe-ffn"})
-    if (f.given(n) && (!moe || o.preset_given))
-      throw Fail{std::string(n) + " needs --moe-experts E (without --preset)"};
-  if (moe && o.preset_given)
-    throw Fail{"--preset fixes the model; drop --moe-experts (--preset 7b --ep e: Mixtral-like)"};
-  if (moe) {
-    if (v.moe_experts < 1 || v.moe_experts > 4096) throw Fail{"--moe-experts expects an integer in [1, 4096]"};
-    if (v.moe_top_k < 1 || v.moe_top_k > v.moe_experts)
-      throw Fail{"--moe-top-k " + std::to_string(v.moe_top_k) + " must be between 1 and --moe-experts " +
-                 std::to_string(v.moe_experts)};
-    if (v.moe_every < 1 || v.moe_every > o.gpt.layers)
-      throw Fail{"--moe-every " + std::to_string(v.moe_every) + " must be between 1 and --layers " +
-                 std::to_string(o.gpt.layers)};
-    if (v.moe_ffn > (u64(1) << 24)) throw Fail{"--moe-ffn expects an integer in [0, 16777216]"};
-    o.gpt.moe = ExpertDims{v.moe_experts, v.moe_top_k, v.moe_every, v.moe_ffn};
+  if (std::string why = moe_flags_problem(f, v.moe, o.preset_given, "--preset 7b --ep e: Mixtral-like", o.gpt.layers);
+      !why.empty())
+    throw Fail{why};
+  if (f.given("--moe-experts")) {
+    o.gpt.moe = moe_dims(f, v.moe);
     o.dp.layout.exact_scalars = 3;  // --exact: the loss and the router's two losses, each an order-free sum
   }
   if (!f.given("--ep")) return;

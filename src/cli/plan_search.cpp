@@ -1,17 +1,21 @@
 // `shardlab plan --search`: every layout of a step on --gpus N GPUs of --gpu-mem G GB (dp × tp × pp × cp × ep, ZeRO
-// stage, micro-batch size and count, recompute, attention kernel) for a preset or the trainer's GPT dims, ranked by the
-// modelled step time (plan/search_ranking.h), with the chapter's rule of thumb beside it (report/search_report.h);
-// --json FILE writes the whole ranking. Exit 0 with a ranking, 1 when no layout fits the memory, 2 on bad input
-// (including a GPU count that no layout can split the model and the batch over).
+// stage, micro-batch size and count, recompute, attention kernel) for a preset or the trainer's GPT dims (with experts:
+// --moe-*, cli/moe_flags.h, or the Mixtral-like preset), ranked by the modelled step time (plan/search_ranking.h),
+// with the chapter's rule of thumb beside it (report/search_report.h); --json FILE writes the whole ranking. Exit 0
+// with a ranking, 1 when no layout fits the memory, 2 on bad input (including a GPU count that no layout can split the
+// model and the batch over).
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/moe_flags.h"
 #include "io/files.h"
 #include "plan/rates_file.h"
+#include "report/ep_report.h"
 #include "report/plan_report.h"
 #include "report/search_report.h"
 
@@ -30,6 +34,7 @@ struct SearchFlags {
   u64 gpus = 0, layers = 4, hidden = 128, heads = 4, seq = 64, vocab = 256, global_batch = 1024, ranks_per_node = 8,
       top = 15;
   double gpu_mem = 80, gpu_tflops = 312, intra_gbps = 300, inter_gbps = 25, latency_us = 10;
+  MoeFlags moe;
 };
 
 void define(Flags& f, SearchFlags& v) {
@@ -37,13 +42,17 @@ void define(Flags& f, SearchFlags& v) {
   f.add("--gpus", v.gpus, "GPUs N = dp·tp·pp·cp·ep");
   f.add("--gpu-mem", v.gpu_mem, "memory per GPU in GB (1 GB = 1e9 bytes)");
   f.group("Model (the trainer's GPT by default)");
-  f.choice("--preset", v.preset, {"7b", "70b"}, "the chapter's examples (fixes the model; --seq may be added)");
+  f.choice("--preset", v.preset, {"7b", "70b", "mixtral"},
+           "the chapter's examples, or mixtral: the 7B-class MoE of `plan --preset 7b --ep e` (fixes the model; --seq "
+           "may be added)");
   f.add("--layers", v.layers, "transformer blocks L");
   f.add("--hidden", v.hidden, "hidden size C");
   f.add("--heads", v.heads, "attention heads a");
   f.add("--seq", v.seq, "sequence length s (a preset's: 2048)");
   f.add("--vocab", v.vocab, "vocabulary size V");
   f.add("--global-batch", v.global_batch, "sequences per optimizer step B = dp·ep·b·m");
+  f.group("Mixture of experts (claim C25; the ep axis is searched)");
+  define_moe_flags(f, v.moe);
   f.group("Machine (a calibration's rates)");
   f.add("--gpu-tflops", v.gpu_tflops, "FLOP rate per GPU, in TFLOPS");
   f.add("--intra-gbps", v.intra_gbps, "intra-node link speed in GB/s");
@@ -66,12 +75,17 @@ SearchRequest search_request(const Flags& f, const SearchFlags& v) {
     for (const char* n : {"--layers", "--hidden", "--heads", "--vocab"})
       if (f.given(n)) throw SearchFail{std::string("--preset fixes the model; drop ") + n};
     Preset p;
-    find_preset(v.preset, &p);
+    find_preset(v.preset == "mixtral" ? "7b" : v.preset, &p);
     m = SearchModel{p.name, p.psi, p.act.hidden, p.act.layers, p.act.heads, p.act.seq, 0, 0, true};
+    if (v.preset == "mixtral") {  // the trainer's GPT of Mixtral-8x7B's dims: Ψ counted, 32 heads as the 7B's
+      const GptDims d = mixtral_like(p.act.seq);
+      m = SearchModel{"mixtral", 0, d.hidden, d.layers, p.act.heads, p.act.seq, d.vocab, d.moe.experts, false};
+      m.top_k = d.moe.top_k, m.every = d.moe.every, m.ffn = d.moe.ffn;
+    }
   } else {
     m = SearchModel{"gpt", 0, v.hidden, v.layers, v.heads, v.seq, v.vocab, 0, false};
   }
-  if (f.given("--seq") || !m.preset) m.seq = v.seq;
+  if (f.given("--seq") || !f.given("--preset")) m.seq = v.seq;
   for (const auto& [name, value] :
        {std::pair{"--layers", m.layers}, std::pair{"--hidden", m.hidden}, std::pair{"--heads", m.heads},
         std::pair{"--seq", m.seq}, std::pair{"--vocab", m.preset ? u64(1) : m.vocab}})
@@ -79,7 +93,18 @@ SearchRequest search_request(const Flags& f, const SearchFlags& v) {
       throw SearchFail{std::string(name) + " expects an integer in [1, 16777216]"};
   if (m.hidden % m.heads != 0)
     throw SearchFail{"--heads " + std::to_string(m.heads) + " does not divide --hidden " + std::to_string(m.hidden)};
-  if (!m.preset) m.psi = gpt_param_count(GptDims{m.vocab, m.seq, m.hidden, m.layers});
+  if (std::string why =
+          moe_flags_problem(f, v.moe, f.given("--preset"), "--preset mixtral: a Mixtral-8x7B-like MoE", m.layers);
+      !why.empty())
+    throw SearchFail{why};
+  if (f.given("--moe-experts")) {
+    const ExpertDims e = moe_dims(f, v.moe);
+    m.experts = e.experts, m.top_k = e.top_k, m.every = e.every, m.ffn = e.ffn;
+  }
+  if (m.experts > 0 && v.gpus > 1 && std::gcd(m.experts, v.gpus) == 1)
+    throw SearchFail{"--moe-experts " + std::to_string(m.experts) + " shares no divisor with --gpus " +
+                     std::to_string(v.gpus) + ": no ep > 1 holds E/ep whole experts (give E with a factor of N)"};
+  if (!m.preset) m.psi = gpt_param_count(m.gpt());
   if (v.global_batch < 1 || v.global_batch > 10000000)
     throw SearchFail{"--global-batch expects an integer in [1, 1e7]"};
   // Keep every byte count exact in 64 bits (as plan does): the activations of the whole batch, 32 bytes per parameter.
@@ -128,10 +153,11 @@ SearchRequest search_request(const Flags& f, const SearchFlags& v) {
 
 int plan_search_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   SearchFlags v;
-  Flags flags("shardlab plan --search",
-              "Every layout of N GPUs (dp × tp × pp × cp, ZeRO stage, micro-batches, recompute, attention kernel) that "
-              "fits G GB, ranked by a step-time model: compute + exposed communication per axis + pipeline bubble, "
-              "beside the chapter's rule of thumb.");
+  Flags flags(
+      "shardlab plan --search",
+      "Every layout of N GPUs (dp × tp × pp × cp × ep, ZeRO stage, micro-batches, recompute, attention kernel) that "
+      "fits G GB, ranked by a step-time model: compute + exposed communication per axis + pipeline bubble, "
+      "beside the chapter's rule of thumb.");
   define(flags, v);
   ParseResult r = flags.parse(args);
   if (r.kind == ParseResult::help) {
@@ -145,7 +171,7 @@ int plan_search_run(const std::vector<std::string>& args, std::ostream& out, std
     if (result.counts.layouts.empty())
       throw SearchFail{"no layout splits this model and a global batch of " + std::to_string(q.space.global_batch) +
                        " over " + std::to_string(q.space.gpus) + " GPUs (" + std::to_string(result.counts.enumerated) +
-                       " tried: heads % tp, layers ≥ pp, s % 2cp, B % (dp·b))"};
+                       " tried: heads % tp, layers ≥ pp, s % 2cp, E % ep, B % (dp·ep·b))"};
     if (!v.json.empty()) write_text_file_atomic(v.json, search_json(q, result).dump(1) + "\n");
     if (result.rows.empty()) {
       double least = 0;

@@ -8,6 +8,7 @@
 #include "parallel/pipeline_partition.h"
 #include "plan/activation_items.h"
 #include "plan/pipeline_stages.h"
+#include "plan/search_experts.h"
 #include "plan/sharding.h"
 
 namespace shardlab::plan {
@@ -104,27 +105,42 @@ u64 largest_stage_blocks(const SearchModel& m, u64 pp) {
 
 SearchMemory search_memory(const SearchModel& m, const SearchLayout& l) {
   SearchMemory mem;
+  const GptDims d = m.gpt();
+  const PipelinePartition part = partition_layers(clamp_int(m.layers), clamp_int(l.pp), 1, {});
   if (m.preset) {
     mem.psi_slice = m.psi / (l.tp * l.pp);  // as plan's 3D line (report/pp_report.cpp)
   } else {
     StageShape s;
-    s.gpt = GptDims{m.vocab, m.seq, m.hidden, m.layers};
-    s.tp = l.tp, s.pp = clamp_int(l.pp);
-    for (int stage = 0; stage < s.pp; ++stage) mem.psi_slice = std::max(mem.psi_slice, stage_param_count(s, stage));
+    s.gpt = d, s.tp = l.tp, s.pp = clamp_int(l.pp), s.ep = l.ep;
+    for (int stage = 0; stage < s.pp; ++stage) {
+      const u64 psi = stage_param_count(s, stage);
+      if (psi <= mem.psi_slice) continue;
+      mem.psi_slice = psi;
+      const ChunkSpec& c = part.chunk(stage, 0);
+      mem.psi_experts = held_expert_params(d, l.ep, u64(c.first_block), u64(c.end_block));
+    }
   }
-  Layout group;  // the gradient group dp·cp shards the model states (plan/memory_need.h)
-  group.strategy = l.strategy();
+  Layout group;  // the gradient group dp·cp shards the model states (plan/memory_need.h); with experts the ranks
+  group.strategy = l.strategy();  // holding the same experts (parallel/across_ep.cpp)
   group.dp = l.dp * l.cp;
   mem.model_states = per_rank_model_state_bytes(Recipe{}, mem.psi_slice, group).total();
   ActivationShape a;
   a.seq = m.seq, a.micro_batch = l.micro_batch, a.hidden = m.hidden, a.heads = m.heads, a.layers = m.layers;
-  a.vocab = m.vocab, a.tp = l.tp, a.cp = l.cp, a.attention = l.attention;
+  a.vocab = m.vocab, a.tp = l.tp, a.cp = l.cp, a.attention = l.attention, a.moe = d.moe;
   // Flash keeps no s² scores (C5): the chapter's table then drops the quadratic term as selective recompute does.
   a.recompute =
       l.attention == AttentionKernel::flash && l.recompute == Recompute::none ? Recompute::selective : l.recompute;
-  mem.activation_per_layer = chapter_block_bytes(a);
+  const u64 dense = chapter_block_bytes(a), moe = d.moe.on() ? search_moe_block_bytes(a) : dense;
+  mem.activation_per_layer = std::max(dense, moe);
   mem.in_flight = l.pp > 1 ? std::min(l.pp, l.micro_batches) : 1;
-  mem.activations = mem.activation_per_layer * largest_stage_blocks(m, l.pp) * mem.in_flight;
+  u64 most = 0;  // the stage whose blocks keep the most
+  for (int stage = 0; stage < part.stages; ++stage) {
+    u64 kept = 0;
+    for (int b = part.chunk(stage, 0).first_block; b < part.chunk(stage, 0).end_block; ++b)
+      kept += d.moe.in_block(u64(b)) ? moe : dense;
+    most = std::max(most, kept);
+  }
+  mem.activations = most * mem.in_flight;
   return mem;
 }
 

@@ -13,10 +13,16 @@
 // Memory per GPU (1 GB = 1e9 bytes), the chapter's estimate:
 //   model states  plan/sharding.h's per-rank bytes for the stage's slice Ψ_slice over the gradient group dp·cp, the
 //                 recipe fixed to the chapter's (AdamW, bf16 with fp32 master: 16 B/param, C1); Ψ_slice = Ψ/(tp·pp)
-//                 for a preset (as plan's 3D line), the largest stage's parameters (plan/pipeline_stages.h) otherwise
+//                 for a preset (as plan's 3D line), the largest stage's parameters (plan/pipeline_stages.h) otherwise:
+//                 with experts its dense part and E/ep experts of each of its MoE blocks (C25, the per-rank count of
+//                 `plan --ep`), ZeRO sharding them over dp·cp, the ranks that hold the same experts
+//                 (parallel/across_ep.cpp)
 //   activations   plan/activation_items.h's chapter_block_bytes (Korthikanti's table with t, c and recompute; flash
-//                 keeps no s² term, C5) × the largest stage's layers × micro-batches in flight (1F1B: min(p, m), C21)
-// Left out: embeddings, the head and logits, workspace and fragmentation (plan/memory_need.h counts the trainer's).
+//                 keeps no s² term, C5) per block — a MoE block's with the MLP's swapped for the router's and experts'
+//                 items at an even load (plan/search_experts.h) — summed over the stage with the most, × micro-batches
+//                 in flight (1F1B: min(p, m), C21)
+// Left out: embeddings, the head and logits, workspace and fragmentation (plan/memory_need.h counts the trainer's),
+// and an uneven load's extra expert rows.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +40,11 @@ struct SearchModel {
   std::string name;  // "7b", "70b" or "gpt"
   std::uint64_t psi = 0;
   std::uint64_t hidden = 0, layers = 0, heads = 0, seq = 0, vocab = 0;  // h, L, a, s, V
-  std::uint64_t experts = 0;  // E (0: dense; the search then keeps ep = 1). `plan --search` sets no experts yet:
-                              // only the unit tests enumerate ep (no expert memory or all-to-all time is modelled)
-  bool preset = false;        // Ψ is the chapter's round number, not a count of these dims
+  std::uint64_t experts = 0;                                            // E (0: dense; the search then keeps ep = 1)
+  bool preset = false;                          // Ψ is the chapter's round number, not a count of these dims
+  std::uint64_t top_k = 2, every = 1, ffn = 0;  // k, MoE in blocks l % every = 0, F (0: 4h); with experts only
+  ExpertDims moe() const { return ExpertDims{experts, top_k, every, ffn}; }
+  GptDims gpt() const { return GptDims{vocab, seq, hidden, layers, moe()}; }  // the trainer's GPT of these dims
 };
 
 struct SearchLayout {
@@ -76,10 +84,11 @@ std::uint64_t largest_stage_blocks(const SearchModel& m, std::uint64_t pp);
 
 struct SearchMemory {
   std::uint64_t psi_slice = 0;             // parameters the GPU holds a share of (its tp slice of its stage)
+  std::uint64_t psi_experts = 0;           // of those, its experts' (E/ep per MoE block of its stage)
   std::uint64_t model_states = 0;          // bytes
-  std::uint64_t activation_per_layer = 0;  // bytes per layer per micro-batch
+  std::uint64_t activation_per_layer = 0;  // bytes per layer per micro-batch (the largest block's: a MoE one's)
   std::uint64_t in_flight = 1;             // micro-batches whose activations stage 0 holds at once
-  std::uint64_t activations = 0;           // per_layer × stage blocks × in_flight
+  std::uint64_t activations = 0;           // Σ of the stage's blocks × in_flight
   std::uint64_t total() const { return model_states + activations; }
 };
 SearchMemory search_memory(const SearchModel& m, const SearchLayout& l);

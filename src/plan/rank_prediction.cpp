@@ -129,20 +129,12 @@ LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates) {
 
   // Compute: plan/step_time.h's FLOPs of a GPU's share (its largest stage), the same for every rank of a stage.
   SearchModel m{"gpt", c.psi, s.hidden, s.layers, s.heads, s.seq, s.vocab, s.experts, false};
+  m.top_k = s.top_k;
   SearchLayout sl;
   sl.dp = c.grid_dp, sl.tp = s.tp, sl.pp = s.pp, sl.cp = s.cp, sl.ep = s.ep, sl.zero = s.zero;
   sl.micro_batch = s.micro_batch, sl.micro_batches = c.layout.accum, sl.recompute = s.recompute;
   sl.attention = s.attention;
-  double flops = step_flops_per_gpu(m, sl, s.global_batch).total();
-  if (moe) {  // each token runs k experts' MLPs (the dense count has one) and the router: 6 FLOPs per weight
-    const ExpertDims& e = a.moe;
-    const double share =
-        double(largest_stage_blocks(m, s.pp)) / double(s.layers) / double(c.grid_dp * s.ep * s.tp * s.cp);
-    const double per_token =
-        double(e.blocks(s.layers)) *
-        (double(e.top_k - 1) * 2.0 * double(s.hidden * e.width(s.hidden)) + double(s.hidden * e.experts));
-    flops += 6 * double(s.global_batch * s.seq) * per_token * share;
-  }
+  const double flops = step_flops_per_gpu(m, sl, s.global_batch).total();  // with experts: k MLPs and the router
   const double beta = rates.intra_bytes_per_s, alpha = rates.latency_s;
 
   for (u64 k = 0; k < s.world; ++k) {

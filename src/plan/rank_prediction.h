@@ -15,7 +15,7 @@
 //   ep            not predicted: a dropless all-to-all moves what the router chose
 // Step time (seconds) of a rank, every term exposed (the trainer's collectives block; nothing overlaps on a CPU rank):
 //   compute  plan/step_time.h's FLOPs of the largest stage's share (6·N + 12·L·s·h per token, recompute's extra; with
-//            experts each token's k − 1 further expert MLPs and the router, 6 FLOPs per weight) ÷
+//            experts N counts the router and the k expert MLPs a token visits, whole on every tp rank) ÷
 //            gpu_flops (a calibration: the trainer's own effective rate on one rank, elementwise work included)
 //   comm     per axis, bytes sent ÷ β + messages × α (β, α: intra-node; one host)
 //   bubble   1F1B's (p − 1)/m × compute

@@ -8,6 +8,7 @@
 #include "parallel/schedule.h"
 #include "plan/comm_volume.h"
 #include "plan/cp_bytes.h"
+#include "plan/search_experts.h"
 #include "plan/sharding.h"
 
 namespace shardlab::plan {
@@ -15,21 +16,66 @@ namespace shardlab::plan {
 namespace {
 using u64 = std::uint64_t;
 constexpr double kBf16 = 2;  // bytes of a communicated activation, gradient or parameter (C1's recipe)
+
+// The gradient group's ring phases of a step, each marked inter-node or not. Dense: the strategy's phases over dp·cp.
+// With experts on ep > 1: plain DP all-reduces the dense gradients over dp·ep and the experts' over dp; ZeRO runs
+// its phases over dp (the ranks holding the same experts) on the whole slice, then all-reduces its shard of the
+// dense gradients over ep (parallel/across_ep.cpp).
+std::vector<CommPhase> gradient_phases(const SearchModel& m, const SearchLayout& l, const SearchMemory& mem, u64 K) {
+  const u64 N = l.gpus(), group = l.dp * l.cp;
+  const bool wide = !inside_node(l.tp * l.cp * l.ep * l.dp, K, N);  // the gradient groups' span
+  std::vector<CommPhase> out;
+  auto add = [&](u64 psi, u64 members, bool inter) {
+    if (members < 2 || psi == 0) return;
+    Layout g;
+    g.strategy = l.strategy(), g.dp = members, g.accum = l.micro_batches;
+    for (CommPhase p : step_comm_phases(Recipe{}, psi, g, 0)) {
+      p.inter = inter;
+      out.push_back(p);
+    }
+  };
+  if (l.ep < 2 || m.experts == 0) {
+    add(mem.psi_slice, group, wide);
+    return out;
+  }
+  const u64 dense = mem.psi_slice - mem.psi_experts;
+  if (l.strategy() == Strategy::dp) {
+    add(dense, group * l.ep, wide);
+    add(mem.psi_experts, group, wide);
+    return out;
+  }
+  add(mem.psi_slice, group, wide);
+  const u64 shard = (dense + group - 1) / group;  // this rank's shard of the dense gradients
+  CommPhase p;
+  p.what = "all-reduce dense grads over ep";
+  p.op = RingOp::all_reduce, p.times = 1, p.ring = l.ep, p.elem_bytes = u64(kBf16);
+  p.elements = 2 * (l.ep - 1) * shard / l.ep;
+  p.inter = !inside_node(l.tp * l.cp * l.ep, K, N);
+  out.push_back(p);
+  return out;
+}
 }  // namespace
 
 StepFlops step_flops_per_gpu(const SearchModel& m, const SearchLayout& l, u64 global_batch) {
   const double L = double(m.layers), s = double(m.seq), h = double(m.hidden);
-  const double matmul =
-      m.preset ? double(m.psi) : double(gpt_matmul_param_count(GptDims{m.vocab, m.seq, m.hidden, m.layers}));
+  const GptDims d = m.gpt();
+  const double matmul = m.preset ? double(m.psi) : double(gpt_matmul_param_count(d));
+  // A MoE block's router and the k experts a token visits run whole on every tp rank (parallel/expert_parallel.h).
+  const double whole = double(d.moe.blocks(d.layers)) *
+                       (double(d.moe.experts) * h + double(d.moe.top_k) * 2 * h * double(d.moe.width(d.hidden)));
+  const double split = matmul - whole;
   const double core_forward = 4 * L * s * h;  // QKᵀ and A·V of one token, all layers
-  const double per_token = 6 * matmul + 12 * L * s * h;
+  // A GPU's share: its tokens (1/(dp·ep)), its slice of each layer (1/(tp·cp); the experts' 1/cp) and its stage's
+  // layers.
+  const double stage = double(largest_stage_blocks(m, l.pp)) / L, tokens = double(global_batch) * s;
+  const double sliced = stage / double(l.dp * l.ep * l.tp * l.cp), unsliced = stage / double(l.dp * l.ep * l.cp);
+  auto work = [&](double matmul_flops_per_weight, double core) {
+    return tokens * ((matmul_flops_per_weight * split + core) * sliced + matmul_flops_per_weight * whole * unsliced);
+  };
   double extra = 0;
-  if (l.recompute == Recompute::full) extra += 2 * matmul + core_forward;
-  if (l.recompute == Recompute::selective || l.attention == AttentionKernel::flash) extra += core_forward;
-  // A GPU's share: its tokens (1/(dp·ep)), its slice of each layer (1/(tp·cp)) and its stage's layers.
-  const double share = double(largest_stage_blocks(m, l.pp)) / L / double(l.dp * l.ep * l.tp * l.cp);
-  const double tokens = double(global_batch) * s;
-  return StepFlops{tokens * per_token * share, tokens * extra * share};
+  if (l.recompute == Recompute::full) extra += work(2, core_forward);
+  if (l.recompute == Recompute::selective || l.attention == AttentionKernel::flash) extra += work(0, core_forward);
+  return StepFlops{work(6, 12 * L * s * h), extra};
 }
 
 double ring_seconds(bool all_reduce, u64 n, double bytes, double beta, double alpha) {
@@ -70,17 +116,17 @@ StepTime step_time(const SearchModel& m, const SearchLayout& l, u64 global_batch
     t.pp_bytes = 2 * double(mb) * activation_msg;
     t.pp = 2 * double(l.pp - 1) * (r.latency_s + activation_msg / beta(t.pp_inter));
   }
-  const u64 group = l.dp * l.cp;  // the gradient group
-  if (group > 1) {
-    Layout g;
-    g.strategy = l.strategy(), g.dp = group, g.accum = mb;
-    const SearchMemory mem = search_memory(m, l);
+  if (const EpStepTime e = ep_step_time(m, l, r); e.messages) {  // C25: the all-to-alls, exposed
+    t.ep = e.seconds, t.ep_bytes = e.bytes, t.ep_inter = e.inter;
+  }
+  const std::vector<CommPhase> phases = gradient_phases(m, l, search_memory(m, l), K);
+  if (!phases.empty()) {
     t.dp_inter = !inside_node(l.tp * l.cp * l.ep * l.dp, K, N);
-    const double b = beta(t.dp_inter);
     // Forward-side phases (parameter all-gathers) and backward-side ones (gradients, ZeRO-3's backward gathers).
     double comm[2] = {0, 0}, tail[2] = {0, 0};
     u64 calls[2] = {0, 0};
-    for (const CommPhase& p : step_comm_phases(Recipe{}, mem.psi_slice, g, 0)) {
+    for (const CommPhase& p : phases) {
+      const double b = beta(p.inter);
       const bool params = p.what.find("params") != std::string::npos;
       const int side = params && p.what.find("(backward)") == std::string::npos ? 0 : 1;
       const double sent = double(p.elements * p.elem_bytes);  // the ring's share of one call (C8)

@@ -3,10 +3,12 @@
 // communication + pipeline bubble. The rates are a struct (StepRates) so that a calibration can fill them.
 //
 //   compute   FLOPs per GPU ÷ rate. Per token 6·N + 12·L·s·h (plan/state_bytes.h's gpt_flops_per_token; N = Ψ for a
-//             preset), plus recompute's extra forward: full recompute the whole forward again, 2·N + 4·L·s·h (C27);
+//             preset; with experts N counts a MoE block's router E·h and the k experts a token visits, k·2·h·F),
+//             plus recompute's extra forward: full recompute the whole forward again, 2·N + 4·L·s·h (C27);
 //             selective recompute or the flash kernel (its backward recomputes the scores) the attention core's
 //             forward, 4·L·s·h, once (C28). A GPU does 1/(dp·ep·tp·cp) of the tokens' work for its stage's
-//             layers (the largest stage's share, blocks/L). Forward is a third of the rest, backward two thirds.
+//             layers (the largest stage's share, blocks/L) — 1/(dp·ep·cp) of the router's and experts', which run
+//             whole on every tp rank. Forward is a third of the rest, backward two thirds.
 //   messages  α + bytes/β per collective call or point-to-point message, bytes = what one member sends: a ring
 //             all-reduce of n members 2(n−1)/n of the buffer, a reduce-scatter or all-gather (n−1)/n
 //             (plan/comm_volume.h's ring rule, C8). β is the intra-node link when the group lies inside one node,
@@ -16,16 +18,19 @@
 //             node only when all N GPUs are. (The trainer's grid orders dp outermost, pp inside it; the chapter
 //             puts pp across nodes, C26.)
 //   dp        plan/comm_volume.h's ring phases for the strategy over the gradient group dp·cp, with 2-byte grads and
-//             params (C1's recipe). Gradient reduction overlaps backward (DP and ZeRO-1 the last micro-batch's,
-//             ZeRO-2 and -3 every micro-batch's; C9), parameter all-gathers overlap forward (ZeRO-1/2's after the
-//             step: the next step's first micro-batch; ZeRO-3's every micro-batch, C15); exposed = what exceeds its
-//             window, and never less than the last bucket (α + one bucket at β).
+//             params (C1's recipe); with experts on ep > 1 plain DP all-reduces the dense gradients over dp·ep and
+//             the experts' over dp, ZeRO shards over dp and then all-reduces its dense shard over ep (β of each
+//             phase by its group's span; parallel/across_ep.cpp). Gradient reduction overlaps backward (DP and ZeRO-1
+//             the last micro-batch's, ZeRO-2 and -3 every micro-batch's; C9), parameter all-gathers overlap forward
+//             (ZeRO-1/2's after the step: the next step's first micro-batch; ZeRO-3's every micro-batch, C15); exposed
+//             = what exceeds its window, and never less than the last bucket (α + one bucket at β).
 //   tp        4 all-reduces per layer per micro-batch of b·(s/c)·h bf16 elements (C17, C18), all exposed (the next
 //             GEMM needs the result). The vocabulary-parallel head's few all-reduces are left out.
 //   cp        ring attention's K/V (and dK/dV) messages (plan/cp_bytes.h, bf16), all exposed.
 //   pp        one b·(s/c)·h bf16 message per micro-batch per border each way (C22); in 1F1B's steady state they hide
 //             behind compute, exposed only where the pipeline fills and drains: 2·(p−1) messages.
-//   ep        MoE all-to-alls: not modelled (the searched presets are dense; 0).
+//   ep        per MoE block and micro-batch the counts, dispatch and combine all-to-alls forward, dispatch and
+//             combine backward at an even load (plan/search_experts.h, plan/ep_bytes.h), all exposed.
 //   bubble    1F1B's idle time over the ideal, (p−1)/m × compute (parallel/schedule.h's bubble_formula, C20).
 // Left out: memory bandwidth (flash's real speed-up is fewer HBM reads, which a FLOP count cannot see), kernel
 // efficiency beyond the one rate, stragglers, and congestion between axes sharing a link.
@@ -63,11 +68,11 @@ double ring_seconds(bool all_reduce, std::uint64_t n, double bytes, double beta,
 bool inside_node(std::uint64_t span, std::uint64_t ranks_per_node, std::uint64_t gpus);
 
 struct StepTime {
-  double compute = 0, dp = 0, tp = 0, pp = 0, cp = 0, ep = 0, bubble = 0;  // seconds; comm terms exposed
-  double flops = 0;                                                        // per GPU
-  double dp_bytes = 0, tp_bytes = 0, pp_bytes = 0, cp_bytes = 0;           // sent per GPU per step
-  double dp_total = 0;                                                     // dp communication before overlap, seconds
-  bool dp_inter = false, pp_inter = false, cp_inter = false, tp_inter = false;
+  double compute = 0, dp = 0, tp = 0, pp = 0, cp = 0, ep = 0, bubble = 0;       // seconds; comm terms exposed
+  double flops = 0;                                                             // per GPU
+  double dp_bytes = 0, tp_bytes = 0, pp_bytes = 0, cp_bytes = 0, ep_bytes = 0;  // sent per GPU per step
+  double dp_total = 0;  // dp communication before overlap, seconds
+  bool dp_inter = false, pp_inter = false, cp_inter = false, tp_inter = false, ep_inter = false;
   double comm() const { return dp + tp + pp + cp + ep; }
   double step() const { return compute + comm() + bubble; }
 };

@@ -26,6 +26,12 @@ Units units_for(const SearchRequest& q, const SearchResult& r) {
   if (!r.rows.empty() && r.rows.front().time.step() < 10e-3) u.seconds = 1e-6, u.time = "µs";
   return u;
 }
+std::string experts_text(const SearchModel& m) {
+  if (!m.experts) return "";
+  const ExpertDims e = m.moe();
+  return " experts: E=" + std::to_string(e.experts) + " top-" + std::to_string(e.top_k) +
+         " F=" + std::to_string(e.width(m.hidden)) + " in blocks l % " + std::to_string(e.every) + " = 0 (C25)";
+}
 double tokens_per_s(const SearchRequest& q, const SearchRow& r) {
   return double(q.space.global_batch) * double(q.model.seq) / r.time.step();
 }
@@ -83,6 +89,7 @@ nlohmann::json row_json(const SearchRequest& q, const SearchRow& r, u64 rank) {
             {"activation_per_layer", r.memory.activation_per_layer},
             {"in_flight", r.memory.in_flight},
             {"psi_slice", r.memory.psi_slice},
+            {"psi_experts", r.memory.psi_experts},
             {"total", r.memory.total()}}},
           {"seconds",
            {{"compute", t.compute},
@@ -95,9 +102,14 @@ nlohmann::json row_json(const SearchRequest& q, const SearchRow& r, u64 rank) {
             {"bubble", t.bubble},
             {"step", t.step()}}},
           {"flops_per_gpu", t.flops},
-          {"bytes_sent_per_gpu", {{"dp", t.dp_bytes}, {"tp", t.tp_bytes}, {"pp", t.pp_bytes}, {"cp", t.cp_bytes}}},
+          {"bytes_sent_per_gpu",
+           {{"dp", t.dp_bytes}, {"tp", t.tp_bytes}, {"pp", t.pp_bytes}, {"cp", t.cp_bytes}, {"ep", t.ep_bytes}}},
           {"links",
-           {{"dp", link(t.dp_inter)}, {"tp", link(t.tp_inter)}, {"pp", link(t.pp_inter)}, {"cp", link(t.cp_inter)}}},
+           {{"dp", link(t.dp_inter)},
+            {"tp", link(t.tp_inter)},
+            {"pp", link(t.pp_inter)},
+            {"cp", link(t.cp_inter)},
+            {"ep", link(t.ep_inter)}}},
           {"tokens_per_s", tokens_per_s(q, r)}};
 }
 }  // namespace
@@ -131,9 +143,11 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
       << " GB, ranked by modelled step time (1 GB = 1e9 bytes)\n"
       << "model:  "
       << (m.preset ? "preset " + m.name + ", Ψ = " + commas(m.psi) + " (the chapter's round number)"
-                   : "the trainer's GPT, Ψ = " + commas(m.psi))
+          : m.name == "mixtral"
+              ? "Mixtral-8x7B-like (`plan --preset 7b --ep e`'s) in the trainer's GPT, Ψ = " + commas(m.psi)
+              : "the trainer's GPT, Ψ = " + commas(m.psi))
       << "; h=" << m.hidden << " L=" << m.layers << " a=" << m.heads << " s=" << m.seq
-      << (m.preset ? std::string() : " V=" + std::to_string(m.vocab)) << "\n"
+      << (m.preset ? std::string() : " V=" + std::to_string(m.vocab)) << experts_text(m) << "\n"
       << "recipe: AdamW, mixed bf16, fp32 master: 16 B/param of model states (C1); bf16 activations and messages\n"
       << "batch:  " << marked(q, "--global-batch", "B = " + std::to_string(q.space.global_batch) + " sequences")
       << " × " << marked(q, "--seq", "s = " + std::to_string(m.seq)) << " = " << commas(q.space.global_batch * m.seq)
@@ -149,8 +163,18 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
                                : "        (measured on this machine by plan --calibrate: " + q.rates_file + ")\n")
       << "placement: tp innermost, then cp, ep, dp, pp outermost; a group inside one node uses the intra-node link\n"
       << "overlap: dp gradients hide behind backward, parameter all-gathers behind forward, except the last bucket;\n"
-      << "         tp, cp exposed; pp only while 1F1B fills and drains; bubble = (p−1)/m × compute (C20)\n"
-      << "memory: model states over dp·cp by ZeRO stage + the chapter's activations × micro-batches in flight\n";
+      << "         tp, cp"
+      << (m.experts ? ", ep (4 all-to-alls + the counts per MoE layer and micro-batch, even load)" : "")
+      << " exposed; pp only while 1F1B fills and drains; bubble = (p−1)/m × compute (C20)\n"
+      << (m.experts ? "         dp: dense gradients over dp·ep, the experts' over dp (ZeRO: shards over dp, then the "
+                      "dense shard all-reduced over ep)\n"
+                    : "")
+      << "memory: model states over dp·cp by ZeRO stage + the chapter's activations × micro-batches in flight\n"
+      << (m.experts
+              ? "        experts: a rank holds the dense part and E/ep experts of each MoE block, sharded over dp "
+                "(the ranks with the same\n        experts); a MoE block keeps the router's and the experts' "
+                "rows at an even load (s·b·k) in place of the MLP's\n"
+              : "");
   out << "layouts: " << commas(r.counts.enumerated) << " enumerated, " << commas(r.counts.divisibility)
       << " refused by divisibility (the trainer's rules), " << commas(r.over_memory) << " over "
       << shortest(q.gpu_memory_gb) << " GB, " << commas(r.rows.size()) << " fit";
@@ -212,7 +236,11 @@ nlohmann::json search_json(const SearchRequest& q, const SearchResult& r) {
                         {"layers", m.layers},
                         {"heads", m.heads},
                         {"seq", m.seq},
-                        {"vocab", m.vocab}}},
+                        {"vocab", m.vocab},
+                        {"experts", m.experts},
+                        {"top_k", m.experts ? m.top_k : 0},
+                        {"moe_every", m.experts ? m.every : 0},
+                        {"expert_ffn", m.experts ? m.moe().width(m.hidden) : 0}}},
                       {"gpus", q.space.gpus},
                       {"global_batch", q.space.global_batch},
                       {"gpu_memory_bytes", q.gpu_memory_gb * 1e9},

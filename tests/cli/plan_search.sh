@@ -10,7 +10,10 @@
 #      changes to one sending no more bytes between nodes; --gpu-mem 40 and --global-batch 128 move the best too;
 #  (4) --help; a --gpu-mem nothing fits: one line, exit 1 (no solution, as a failed `plan --ledger` check); bad input (0 GPUs,
 #      negative memory, a GPU count no layout can split the model over, an unknown preset, no --gpus): one line,
-#      exit 2.
+#      exit 2;
+#  (5) a MoE (C25): layouts with ep > 1, every row within the memory and its step the sum of its terms, ep's time
+#      > 0 exactly where ep > 1, one row's model states and parameters as `plan --ep e --moe-experts E` prints them
+#      for the same layout, the Mixtral-like preset's Ψ as plan's; bad MoE input: one line, exit 2.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 
@@ -174,5 +177,83 @@ else fail "--rates FILE: the search at the file's rates" "rc $rc, rates $got"; f
 bad "--rates with --gpu-tflops" "drop --gpu-tflops" --search --gpus 2 --gpu-mem 1 --rates "$tmp/rates.json" --gpu-tflops 3
 echo '{}' >"$tmp/empty_rates.json"
 bad "--rates FILE without gpu_flops" "not a rates file" --search --gpus 2 --gpu-mem 1 --rates "$tmp/empty_rates.json"
+
+# (5) Experts (C25).
+MOE="--layers 4 --hidden 128 --heads 4 --seq 64 --moe-experts 8 --moe-top-k 2"
+# shellcheck disable=SC2086
+$S plan --search --gpus 8 --gpu-mem 1 --global-batch 16 $MOE --top 40 --json "$tmp/moe.json" >"$tmp/moe.txt" 2>"$tmp/moe.err"
+rc=$?
+if [ $rc -eq 0 ] && [ ! -s "$tmp/moe.err" ]; then ok "MoE E 8 top-2 on 8 GPUs of 1 GB: exit 0"; else fail "MoE search: exit 0" "rc $rc, $(last "$tmp/moe.err")"; fi
+check_table "MoE: rows ≤ 1 GB, sorted, step = compute + comm + bubble" "$tmp/moe.txt" 1000
+if grep -q "experts: E=8 top-2 F=512" "$tmp/moe.txt" && grep -q "^memory: .*" "$tmp/moe.txt" &&
+  grep -q "^        experts: a rank holds the dense part and E/ep experts" "$tmp/moe.txt" &&
+  grep -q "^         tp, cp, ep (4 all-to-alls" "$tmp/moe.txt"; then ok "MoE: the header names the experts, their memory and ep's time"
+else fail "MoE: the header names the experts" "$(grep -E '^(model|memory|overlap):' "$tmp/moe.txt" | tr '\n' ' ')"; fi
+why=$(python3 - "$tmp/moe.json" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+bad, eps = [], set()
+for r in d["rows"]:
+    s, m = r["seconds"], r["memory_bytes"]
+    eps.add(r["ep"])
+    if m["total"] > 1e9: bad.append("rank %d: %d B over 1 GB" % (r["rank"], m["total"]))
+    terms = sum(s[k] for k in ("compute", "dp", "tp", "pp", "cp", "ep", "bubble"))
+    if abs(terms - s["step"]) > 1e-9 * s["step"]: bad.append("rank %d: terms %g, step %g" % (r["rank"], terms, s["step"]))
+    if (s["ep"] > 0) != (r["ep"] > 1) or (r["bytes_sent_per_gpu"]["ep"] > 0) != (r["ep"] > 1):
+        bad.append("rank %d: ep %d with ep time %g" % (r["rank"], r["ep"], s["ep"]))
+    if r["ep"] > 1 and r["cp"] > 1: bad.append("rank %d: ep with cp" % r["rank"])
+if not any(e > 1 for e in eps): bad.append("no layout with ep > 1 (ep: %s)" % sorted(eps))
+if d["model"]["experts"] != 8 or d["model"]["top_k"] != 2: bad.append("model %s" % d["model"])
+print("; ".join(bad[:3]))
+EOF2
+)
+if [ -z "$why" ]; then ok "MoE JSON: ep > 1 listed, every row ≤ 1 GB, step = Σ terms, ep time > 0 exactly where ep > 1"
+else fail "MoE JSON invariants" "$why"; fi
+
+# One row with ep > 1, tp 1, pp 1 (dp > 1 and ZeRO when there is one) against plan --ep for the same layout.
+read -r D E Z PSI STATES < <(python3 - "$tmp/moe.json" <<'EOF2'
+import json, sys
+rows = [r for r in json.load(open(sys.argv[1]))["rows"] if r["ep"] > 1 and r["tp"] == 1 and r["pp"] == 1]
+rows.sort(key=lambda r: (r["zero"] == 0, r["dp"] == 1))
+if rows:
+    r = rows[0]
+    print(r["dp"], r["ep"], r["zero"], r["memory_bytes"]["psi_slice"], r["memory_bytes"]["model_states"])
+EOF2
+)
+if [ -z "${E:-}" ]; then fail "setup: a row with ep > 1, tp 1, pp 1" "none"; else
+  # shellcheck disable=SC2086
+  $S plan $MOE --ep "$E" --dp "$D" --zero "$Z" >"$tmp/plan_ep.txt" 2>&1
+  read -r PLAN_PSI PLAN_STATES < <(python3 - "$tmp/plan_ep.txt" "$Z" <<'EOF2'
+import re, sys
+text = open(sys.argv[1]).read()
+row = next((l for l in text.splitlines() if "per rank at e = " in l), "")
+nums = [t.replace(",", "") for t in row.split("expert)")[-1].split() if re.fullmatch(r"[\d,]+", t)]
+psi, states = (nums[0], nums[1]) if len(nums) >= 2 else ("-", "-")
+if sys.argv[2] != "0":
+    m = re.search(r"experts\): ([\d,]+) B of model states per rank", text)
+    states = m.group(1).replace(",", "") if m else "-"
+print(psi, states)
+EOF2
+)
+  if [ "$PSI" = "$PLAN_PSI" ] && [ "$STATES" = "$PLAN_STATES" ]; then
+    ok "dp $D ep $E ZeRO-$Z: Ψ per rank $PSI and model states $STATES B, as plan --ep $E prints them"
+  else fail "dp $D ep $E ZeRO-$Z: model states as plan --ep" "search Ψ $PSI states $STATES, plan Ψ $PLAN_PSI states $PLAN_STATES"; fi
+fi
+
+# The Mixtral-like preset: plan --preset 7b --ep's model, its ep rows, its Ψ as plan's "the whole model" row.
+$S plan --search --gpus 64 --gpu-mem 80 --preset mixtral --json "$tmp/mix.json" >"$tmp/mix.txt" 2>"$tmp/mix.err"
+rc=$?
+$S plan --preset 7b --ep 8 >"$tmp/plan_mix.txt" 2>&1
+plan_psi=$(awk '/the whole model/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9,]+$/ && length($i) > 5) {gsub(",", "", $i); print $i; exit}}' "$tmp/plan_mix.txt")
+got=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["model"]["psi"], max(r["ep"] for r in d["rows"]))' "$tmp/mix.json" 2>&1)
+if [ $rc -eq 0 ] && [ -n "$plan_psi" ] && [ "$got" = "$plan_psi 8" ]; then
+  ok "--preset mixtral on 64 GPUs: Ψ $plan_psi as plan --preset 7b --ep 8's, layouts up to ep 8"
+else fail "--preset mixtral: Ψ as plan's, ep up to 8" "rc $rc, search '$got', plan '$plan_psi', $(last "$tmp/mix.err")"; fi
+
+bad "--moe-top-k 9 of 8 experts" "--moe-top-k 9 must be between 1 and --moe-experts 8" --search --gpus 8 --gpu-mem 1 --moe-experts 8 --moe-top-k 9
+bad "--moe-experts 7 on 8 GPUs (no ep divides both)" "shares no divisor" --search --gpus 8 --gpu-mem 1 --moe-experts 7
+bad "--moe-top-k without --moe-experts" "--moe-top-k needs --moe-experts" --search --gpus 8 --gpu-mem 1 --moe-top-k 2
+bad "--moe-every 9 of 4 layers" "--moe-every 9 must be between 1 and --layers 4" --search --gpus 8 --gpu-mem 1 --moe-experts 8 --moe-every 9
+bad "--preset 7b with --moe-experts" "drop --moe-experts" --search --gpus 8 --gpu-mem 80 --preset 7b --moe-experts 8
 
 [ $fails -eq 0 ]

@@ -179,3 +179,102 @@ TEST_CASE("search: rows fit the memory and are sorted by step time", "[plan][sea
   CHECK(big.rule->layout.pp == 4);
   CHECK(big.rule->layout.dp == 16);
 }
+
+// A MoE of the trainer's GPT: h 32, L 4, a 4, s 32, V 256, E 4 experts of F = 4h = 128 in every block, top-2.
+namespace {
+SearchModel tiny_moe() {
+  SearchModel m = tiny(4);
+  m.top_k = 2;
+  m.psi = gpt_param_count(m.gpt());
+  return m;
+}
+}  // namespace
+
+TEST_CASE("search: a MoE layout's memory, ep and dp terms by hand (C25)", "[plan][search][moe]") {
+  const u64 C = 32, F = 128, E = 4, k = 2, L = 4, V = 256, T = 32, s = 32, a = 4;
+  const SearchModel m = tiny_moe();
+  SearchLayout l;  // dp 2 × ep 2 on 4 GPUs, b 2 × m 2 (B = 16)
+  l.dp = 2, l.ep = 2, l.zero = 0, l.micro_batch = 2, l.micro_batches = 2;
+  const u64 b = 2;
+
+  // Parameters of one rank: the dense tensors, the router (E·C) and E/ep = 2 experts of 2·C·F + F + C per block.
+  const u64 expert = 2 * C * F + F + C;
+  const u64 block = 4 * C * C + 3 * C + 5 * C + E * C + (E / 2) * expert;
+  const u64 rank_params = V * C + T * C + L * block + 2 * C + C * V;
+  const SearchMemory mem = search_memory(m, l);
+  CHECK(mem.psi_slice == rank_params);
+  CHECK(mem.psi_experts == L * (E / 2) * expert);
+  CHECK(mem.model_states == 16 * rank_params);  // plain DP: 16 B/param, nothing sharded
+  SearchLayout z1 = l;
+  z1.zero = 1;  // ZeRO-1 over dp = 2 (the ranks holding the same experts), not dp·ep = 4
+  CHECK(search_memory(m, z1).model_states == 4 * rank_params + 12 * rank_params / 2);
+
+  // A MoE block's activations: the chapter's 34·s·b·h + 5·a·s²·b, less the MLP's 16·s·b·h, plus the router's and the
+  // experts' items at 2 B (int32: 4 B) with R = s·b rows and n = m = R·k slots.
+  const u64 sbh = s * b * C, R = s * b, n = R * k;
+  const u64 router = R * E * 2 + R * 2 + R * k * 2 + 3 * R * k * 4 + (b * E + E + 1) * 4;
+  const u64 experts = n * C * 2 + 2 * n * F * 2 + n * C * 2;
+  const u64 per_block = 34 * sbh + 5 * a * s * s * b - 16 * sbh + router + experts;
+  CHECK(mem.activation_per_layer == per_block);
+  CHECK(mem.activations == L * per_block);
+  SearchLayout full = l;
+  full.recompute = Recompute::full;  // only the block's input
+  CHECK(search_memory(m, full).activations == L * 2 * sbh);
+
+  // ep: per MoE block and micro-batch 5 all-to-alls (counts, dispatch, combine; backward dispatch, combine); each
+  // dispatch or combine sends s·b·k·h·2·(e−1)/e bytes, the counts (e−1)·(E/e)·4; the ep group (2 GPUs) in a node.
+  StepRates r;
+  r.gpu_flops = 1e12, r.intra_bytes_per_s = 2e9, r.inter_bytes_per_s = 1e8, r.latency_s = 3e-6, r.ranks_per_node = 8;
+  const double a2a = double(s * b * k * C * 2) / 2, counts = 1.0 * (E / 2) * 4;
+  const double ep_bytes = double(L * l.micro_batches) * (4 * a2a + counts);
+  const StepTime t = step_time(m, l, 16, r);
+  CHECK(t.ep_bytes == Approx(ep_bytes));
+  CHECK(t.ep == Approx(double(L * l.micro_batches * 5) * 3e-6 + ep_bytes / 2e9));
+  CHECK(!t.ep_inter);
+  CHECK(t.step() == Approx(t.compute + t.dp + t.tp + t.pp + t.cp + t.ep + t.bubble));
+  // Full recompute repeats the forward's three calls.
+  const StepTime tf = step_time(m, full, 16, r);
+  CHECK(tf.ep == Approx(double(L * 2 * 8) * 3e-6 + double(L * 2) * (6 * a2a + 2 * counts) / 2e9));
+  // On nodes of 1 GPU the ep group spans nodes.
+  r.ranks_per_node = 1;
+  CHECK(step_time(m, l, 16, r).ep_inter);
+  CHECK(step_time(m, l, 16, r).ep == Approx(double(L * l.micro_batches * 5) * 3e-6 + ep_bytes / 1e8));
+  r.ranks_per_node = 8;
+
+  // dp: plain DP all-reduces the dense gradients over dp·ep = 4 and the experts' over dp = 2 (2-byte gradients).
+  const double dense = double(rank_params - L * (E / 2) * expert), mine = double(L * (E / 2) * expert);
+  CHECK(t.dp_bytes == Approx(2.0 * 3 / 4 * dense * 2 + 2.0 * 1 / 2 * mine * 2));
+  // ZeRO-1 reduce-scatters the gradients and all-gathers the parameters over dp = 2, then all-reduces its half of
+  // the dense gradients over ep = 2.
+  CHECK(step_time(m, z1, 16, r).dp_bytes == Approx(2 * (1.0 / 2 * double(rank_params) * 2) + dense / 2 * 2));
+  // Without ep the experts' term is zero.
+  SearchLayout ep1 = l;
+  ep1.dp = 4, ep1.ep = 1, ep1.micro_batches = 2;  // 4·2·2 = 16
+  CHECK(step_time(m, ep1, 16, r).ep == 0);
+  CHECK(step_time(m, ep1, 16, r).ep_bytes == 0);
+}
+
+TEST_CASE("search: a MoE's FLOPs count k experts and the router, whole on every tp rank", "[plan][search][moe]") {
+  const double C = 32, F = 128, E = 4, k = 2, L = 4, V = 256, s = 32;
+  const SearchModel m = tiny_moe();
+  SearchLayout l;
+  l.tp = 2, l.ep = 2, l.micro_batch = 1, l.micro_batches = 8;  // N = 4, B = 16
+  const double moe = L * (E * C + k * 2 * C * F), split = L * 4 * C * C + C * V, tokens = 16 * s;
+  const double want = tokens * ((6 * split + 12 * L * s * C) / (2 * 2) + 6 * moe / 2);
+  CHECK(step_flops_per_gpu(m, l, 16).base == Approx(want));
+  l.recompute = Recompute::full;
+  CHECK(step_flops_per_gpu(m, l, 16).recompute == Approx(tokens * ((2 * split + 4 * L * s * C) / 4 + 2 * moe / 2)));
+}
+
+TEST_CASE("search: a MoE search lists ep > 1 within the memory, ep time exactly where ep > 1", "[plan][search][moe]") {
+  const SearchModel m = tiny_moe();
+  const SearchResult r = search_layouts(m, SearchSpace{8, 16, 8}, StepRates{}, 1e9);
+  REQUIRE(!r.rows.empty());
+  bool expert_parallel = false;
+  for (const SearchRow& row : r.rows) {
+    CHECK(double(row.memory.total()) <= 1e9);
+    CHECK((row.time.ep > 0) == (row.layout.ep > 1));
+    expert_parallel = expert_parallel || row.layout.ep > 1;
+  }
+  CHECK(expert_parallel);
+}
