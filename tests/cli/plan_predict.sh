@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `shardlab plan --predict` and `plan --calibrate` (plan/rank_prediction.h; claims C29, C30), against real runs:
 #  (1) calibration: a 1-rank run, then `plan --calibrate` under 2 ranks: the rates file holds a FLOP rate above 1% of
-#      this core's FMA peak and not above it, a finite β > 0 and α ≥ 0;
+#      this core's FMA peak and not above it, a finite β > 0 and α ≥ 0; the same without a run (rank 0 times the
+#      trainer's step in-process);
 #  (2) 13 layouts of the small GPT (scripts/predict_table.py: single, dp 2, ZeRO-1/2/3, tp 2, pp 2, cp 2, ep 2,
 #      ep 2 + ZeRO-1, dp 2 × tp 2, tp 2 × pp 2, dp 2 × pp 2 × tp 2): on every rank the predicted model states,
 #      activation peak and bytes per step on dp, tp, pp and cp (and ep's dense-shard all-reduce under ZeRO) equal the
@@ -25,7 +26,8 @@ MODEL="--layers 4 --hidden 128 --heads 4 --seq 64 --global-batch 8 --micro-batch
 mpi 2 "$S" plan --calibrate --run "$tmp/one" --out "$tmp/rates.json" >"$tmp/cal.log" 2>&1 ||
   fail "setup: plan --calibrate under 2 ranks" "$(last "$tmp/cal.log")"
 sed 's/^/  /' "$tmp/cal.log"
-why=$(python3 - "$tmp/rates.json" <<'PY'
+sane_rates() {  # FILE: "" if the rates are sane, else what is not
+  python3 - "$1" <<'PY'
 import json, math, sys
 r = json.load(open(sys.argv[1]))
 f, peak, b, a = r["gpu_flops"], r["how"]["fma_peak_flops"], r["bytes_per_s"], r["latency_s"]
@@ -35,8 +37,15 @@ if not (math.isfinite(b) and b > 0): bad.append("β %g" % b)
 if not (math.isfinite(a) and a >= 0): bad.append("α %g" % a)
 print("; ".join(bad))
 PY
-)
+}
+why=$(sane_rates "$tmp/rates.json")
 [ -z "$why" ] && ok "calibration: a FLOP rate within the FMA peak, β > 0, α ≥ 0" || fail "calibration: sane rates" "$why"
+mpi 2 "$S" plan --calibrate --layers 4 --hidden 128 --heads 4 --seq 64 --micro-batch 2 --steps 3 \
+  --out "$tmp/rates_inproc.json" >"$tmp/cal2.log" 2>&1 || fail "setup: plan --calibrate without --run" "$(last "$tmp/cal2.log")"
+grep -q '^compute: timed in-process' "$tmp/cal2.log" || fail "calibration without --run: says what it timed" "$(head -1 "$tmp/cal2.log")"
+why=$(sane_rates "$tmp/rates_inproc.json")
+[ -z "$why" ] && ok "calibration without --run (the step timed in-process): sane rates" ||
+  fail "calibration without --run: sane rates" "$why"
 
 python3 scripts/predict_table.py --rates "$tmp/rates.json" --out "$tmp/table" --steps 6 --json "$tmp/table.json" \
   >"$tmp/table.log" 2>&1
