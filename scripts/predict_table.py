@@ -5,7 +5,10 @@
   memory   every rank's model states (param + grad + master + adam_m + adam_v + momentum, current bytes) and, for
            dense models, its activation peak: the prediction must equal ledger.json exactly
   bytes    every rank's bytes sent per step on dp (ring reduce_scatter / all_gather / all_reduce), tp (ring
-           collectives), pp (sends) and cp (sends): exactly (dp with experts is not predicted: "-")
+           collectives), pp (sends), cp (sends) and, with experts under ZeRO, ep's all-reduce of the dense shard:
+           exactly (with experts over ep too: dense runs over dp·ep, expert runs over dp)
+  even     with experts over ep, the all-to-alls' bytes and the activation peak follow the router: predicted at an
+           even load and printed beside the measured ones with their difference, not checked
   time     the predicted step (the slowest rank's) against the median step wall time of loss.csv (column ms, the
            first step left out; with --repeat R the median of R runs, layouts alternating), and the error
            (predicted − measured) / measured — only where every rank has a core of its own (ranks ≤ cores); beyond
@@ -42,6 +45,7 @@ LAYOUTS = [
     ("pp2", 2, ["--pp", "2"]),
     ("cp2", 2, ["--cp", "2", "--attention", "flash"]),
     ("ep2", 2, ["--ep", "2", "--moe-experts", "4"]),
+    ("ep2-zero1", 2, ["--ep", "2", "--moe-experts", "4", "--zero", "1"]),
     ("dp2-tp2", 4, ["--dp", "2", "--tp", "2"]),
     ("tp2-pp2", 4, ["--tp", "2", "--pp", "2"]),
     ("dp2-pp2-tp2", 8, ["--dp", "2", "--pp", "2", "--tp", "2"]),
@@ -63,7 +67,7 @@ def measured(run_dir):
     ranks = []
     for r in sorted(ledger["ranks"], key=lambda r: r["rank"]):
         mem = r["memory"]
-        sent = {a: 0 for a in AXES}
+        sent = {a: 0 for a in AXES + ["ep_grad", "ep_a2a"]}
         for t in r["comm"]["totals"]:
             b = t["sent_intra"] + t["sent_inter"]
             if t["axis"] in ("dp", "tp") and t["impl"] == "ring" and t["op"] in (
@@ -71,9 +75,13 @@ def measured(run_dir):
                 sent[t["axis"]] += b
             elif t["axis"] in ("pp", "cp") and t["op"] == "send":
                 sent[t["axis"]] += b
+            elif t["axis"] == "ep" and t["op"] == "all_reduce" and t.get("purpose") == "dense_grads":
+                sent["ep_grad"] += b
+            elif t["axis"] == "ep" and t["op"] == "all_to_all":
+                sent["ep_a2a"] += b
         ranks.append({"model_states": sum(mem.get(c, {}).get("current", 0) for c in STATES),
                       "activation_peak": mem["activation"]["peak"],
-                      "bytes": {a: sent[a] / steps for a in AXES}})
+                      "bytes": {a: sent[a] / steps for a in sent}})
     with open(os.path.join(run_dir, "loss.csv")) as f:
         ms = [float(row["ms"]) for row in csv.DictReader(f)][1:]
     return ranks, statistics.median(ms) / 1e3
@@ -88,7 +96,7 @@ def compare(pred, meas):
             bad.append("rank %d model states %d ≠ %d" % (k, p["model_states"], m["model_states"]))
         if p["activation_peak"] is not None and p["activation_peak"] != m["activation_peak"]:
             bad.append("rank %d activation peak %d ≠ %d" % (k, p["activation_peak"], m["activation_peak"]))
-        for a in AXES:
+        for a in AXES + ["ep_grad"]:
             if p["bytes_per_step"][a] is not None and p["bytes_per_step"][a] != m["bytes"][a]:
                 bad.append("rank %d %s bytes %s ≠ %s" % (k, a, p["bytes_per_step"][a], m["bytes"][a]))
     if len(pred["ranks"]) != len(meas):
@@ -149,8 +157,10 @@ def main():
                      "model_states_measured": [m["model_states"] for m in meas[name][-1]],
                      "activation_peak": [p["activation_peak"] for p in pred["ranks"]],
                      "activation_peak_measured": [m["activation_peak"] for m in meas[name][-1]],
-                     "bytes": {x: [p["bytes_per_step"][x] for p in pred["ranks"]] for x in AXES},
-                     "bytes_measured": {x: [m["bytes"][x] for m in meas[name][-1]] for x in AXES},
+                     "bytes": {x: [p["bytes_per_step"][x] for p in pred["ranks"]] for x in AXES + ["ep_grad"]},
+                     "bytes_measured": {x: [m["bytes"][x] for m in meas[name][-1]] for x in AXES + ["ep_grad"]},
+                     "even_load": [p["even_load"] for p in pred["ranks"]],
+                     "ep_all_to_all_measured": [m["bytes"]["ep_a2a"] for m in meas[name][-1]],
                      "exact": not bad, "mismatch": bad, "ledger_check": ledger_ok,
                      "step_predicted_s": t_pred, "step_measured_s": t_meas, "step_runs_s": times[name], "timed": timed,
                      "error": (t_pred - t_meas) / t_meas if timed else None})
@@ -189,9 +199,18 @@ def print_table(rows, cores):
               1e3 * r["step_predicted_s"], 1e3 * r["step_measured_s"], err))
         if r["mismatch"]:
             print("  MISMATCH: " + r["mismatch"])
+        for k, (e, a2a, act) in enumerate(zip(r["even_load"], r["ep_all_to_all_measured"], r["activation_peak_measured"])):
+            if e:
+                print("  rank %d at an even load: ep all-to-alls %d B/step, measured %d (%+.1f%%); activation peak %s, "
+                      "measured %d%s" % (k, e["ep_all_to_all"], a2a, 100 * (e["ep_all_to_all"] - a2a) / a2a,
+                                        "-" if e["activation_peak"] is None else "%d" % e["activation_peak"], act,
+                                        "" if e["activation_peak"] is None else
+                                        " (%+.1f%%)" % (100 * (e["activation_peak"] - act) / act)))
     print("(= : the prediction equals the run's ledger on every rank, each value per rank; calib.: the layout the FLOP "
           "rate was calibrated on (its error is run-to-run noise); untimed: more ranks than the %d cores — ranks wait "
-          "for a core, so the wall clock is not the model's step)" % cores)
+          "for a core, so the wall clock is not the model's step; even load: the router sends each token where it "
+          "chooses, so the all-to-alls and expert rows of a run are uneven and change every step — estimates, not "
+          "checked)" % cores)
 
 
 if __name__ == "__main__":

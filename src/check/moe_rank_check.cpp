@@ -40,6 +40,51 @@ void dropless_rows_check(const ActivationShape& s, std::vector<ChunkRows>& rows,
   }
 }
 
+// The exact mode with experts (parallel/exact_grads.cpp), per step, in 32-byte order-free sums: the gradients — DP:
+// each run of dense tensors all-reduced over dp·ep and each run of experts over dp; ZeRO/FSDP: the strategy's dp
+// rings, then this rank's shard of the dense runs over ep — the norm's sum over the shard group (and over ep when
+// sharded), and the loss and the two router losses, each one element merged over ep and then over dp.
+StepComm exact_ep_step_bytes(const LedgerCheck& c, const std::vector<bool>& held, const RankCheck& rc) {
+  constexpr u64 e = sizeof(ExactSum);
+  const ActivationShape& a = c.activation_shape;
+  const GptDims gpt{a.vocab, a.seq, a.hidden, a.layers, a.moe};
+  const u64 dp = c.grid_dp, E = c.ep;
+  const GridCoords me = coords_of_rank(GridSizes{int(dp), int(c.tp), c.pp, int(c.cp), int(E)}, rc.rank);
+  const u64 dense_member = u64(me.dp) * E + u64(me.ep);
+  auto ring = [&](u64 elements, u64 members, u64 member) {
+    return members > 1 ? ring_sent_elements(RingOp::all_reduce, even_chunks(elements, members), member) * e : 0;
+  };
+  StepComm out;
+  if (c.layout.strategy == Strategy::dp) {
+    const u64 padded = shard_layout(c.layout, rc.psi).padded();
+    u64& sent = out.all_reduce.intra;  // links are not told apart here: totals are compared
+    for (const GradRange& r : ep_grad_ranges(gpt, c.tp, E, held, padded, padded))
+      sent += r.expert ? ring(r.hi - r.lo, dp, me.dp) : ring(r.hi - r.lo, dp * E, dense_member);
+    sent += ring(1, dp * E, dense_member);                     // the norm
+    sent += c.layout.exact_scalars * ring(1, dp, u64(me.dp));  // the losses over dp
+  } else {
+    out = ep_sharded_step_bytes(c, held, rc, e);     // over dp: grads, params, the norm, the losses; the dense shard
+    out.all_reduce.intra += ring(1, E, u64(me.ep));  // the norm over ep
+  }
+  out.all_reduce.intra += c.layout.exact_scalars * ring(1, E, u64(me.ep));  // the losses over ep
+  return out;
+}
+
+// The measured side: the dp rings, and the ep all-reduces of the given purposes.
+StepComm measured_with_ep(const Json& rank, const std::string& where, const std::vector<std::string>& purposes) {
+  StepComm m = measured_dp_ring(rank, where);
+  for (const Json& t : need(need(rank, "comm", where), "totals", where + ".comm")) {
+    const std::string w = where + ".comm.totals[]";
+    if (need_string(t, "axis", w) != "ep" || need_string(t, "op", w) != "all_reduce" ||
+        need_string(t, "impl", w) != "ring" || !t.contains("purpose") ||
+        std::find(purposes.begin(), purposes.end(), need_string(t, "purpose", w)) == purposes.end())
+      continue;
+    m.all_reduce.intra += need_u64(t, "sent_intra", w) + need_u64(t, "sent_inter", w);
+  }
+  return m;
+}
+}  // namespace
+
 // The dp axis's all-reduces of one step under expert parallelism: bytes this rank sends, by link kind.
 LinkBytes ep_grad_step_bytes(const LedgerCheck& c, const std::vector<bool>& held, const RankCheck& rc) {
   const ActivationShape& a = c.activation_shape;
@@ -85,51 +130,6 @@ StepComm ep_sharded_step_bytes(const LedgerCheck& c, const std::vector<bool>& he
         ring_sent_elements(RingOp::all_reduce, even_chunks(dense, c.ep), size_t(rc.ep_rank)) * elem_bytes;
   return out;
 }
-
-// The exact mode with experts (parallel/exact_grads.cpp), per step, in 32-byte order-free sums: the gradients — DP:
-// each run of dense tensors all-reduced over dp·ep and each run of experts over dp; ZeRO/FSDP: the strategy's dp
-// rings, then this rank's shard of the dense runs over ep — the norm's sum over the shard group (and over ep when
-// sharded), and the loss and the two router losses, each one element merged over ep and then over dp.
-StepComm exact_ep_step_bytes(const LedgerCheck& c, const std::vector<bool>& held, const RankCheck& rc) {
-  constexpr u64 e = sizeof(ExactSum);
-  const ActivationShape& a = c.activation_shape;
-  const GptDims gpt{a.vocab, a.seq, a.hidden, a.layers, a.moe};
-  const u64 dp = c.grid_dp, E = c.ep;
-  const GridCoords me = coords_of_rank(GridSizes{int(dp), int(c.tp), c.pp, int(c.cp), int(E)}, rc.rank);
-  const u64 dense_member = u64(me.dp) * E + u64(me.ep);
-  auto ring = [&](u64 elements, u64 members, u64 member) {
-    return members > 1 ? ring_sent_elements(RingOp::all_reduce, even_chunks(elements, members), member) * e : 0;
-  };
-  StepComm out;
-  if (c.layout.strategy == Strategy::dp) {
-    const u64 padded = shard_layout(c.layout, rc.psi).padded();
-    u64& sent = out.all_reduce.intra;  // links are not told apart here: totals are compared
-    for (const GradRange& r : ep_grad_ranges(gpt, c.tp, E, held, padded, padded))
-      sent += r.expert ? ring(r.hi - r.lo, dp, me.dp) : ring(r.hi - r.lo, dp * E, dense_member);
-    sent += ring(1, dp * E, dense_member);                     // the norm
-    sent += c.layout.exact_scalars * ring(1, dp, u64(me.dp));  // the losses over dp
-  } else {
-    out = ep_sharded_step_bytes(c, held, rc, e);     // over dp: grads, params, the norm, the losses; the dense shard
-    out.all_reduce.intra += ring(1, E, u64(me.ep));  // the norm over ep
-  }
-  out.all_reduce.intra += c.layout.exact_scalars * ring(1, E, u64(me.ep));  // the losses over ep
-  return out;
-}
-
-// The measured side: the dp rings, and the ep all-reduces of the given purposes.
-StepComm measured_with_ep(const Json& rank, const std::string& where, const std::vector<std::string>& purposes) {
-  StepComm m = measured_dp_ring(rank, where);
-  for (const Json& t : need(need(rank, "comm", where), "totals", where + ".comm")) {
-    const std::string w = where + ".comm.totals[]";
-    if (need_string(t, "axis", w) != "ep" || need_string(t, "op", w) != "all_reduce" ||
-        need_string(t, "impl", w) != "ring" || !t.contains("purpose") ||
-        std::find(purposes.begin(), purposes.end(), need_string(t, "purpose", w)) == purposes.end())
-      continue;
-    m.all_reduce.intra += need_u64(t, "sent_intra", w) + need_u64(t, "sent_inter", w);
-  }
-  return m;
-}
-}  // namespace
 
 void read_moe_section(const Json& j, LedgerCheck* c) {
   if (!j.contains("moe")) {

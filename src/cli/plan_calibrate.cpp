@@ -1,15 +1,17 @@
-// `shardlab plan --calibrate --run DIR --out rates.json`, under `scripts/mpirun.sh -np 2`: this machine's rates for
-// `plan --predict --rates` (plan/step_time.h's StepRates), each measured and printed with how:
+// `shardlab plan --calibrate [--run DIR | model flags] --out rates.json`, under `scripts/mpirun.sh -np 2`: this
+// machine's rates for `plan --predict --rates` (plan/step_time.h's StepRates), each measured and printed with how:
 //   gpu_flops    the trainer's own effective rate on one rank: DIR is a finished 1-rank run (`shardlab train --out
 //                DIR`); its FLOPs per step by the planner's formula (plan/rank_prediction.h, the same as a prediction
 //                counts) ÷ the median step wall time of loss.csv (column ms, the first step left out: it warms the
 //                caches). Elementwise work, the optimizer and the loss are in the time, so the rate is below the GEMM
 //                rate; the GEMM FLOPs the run counted (ledger.json, core/flops.h) and the core's FMA peak
-//                (core/fma_peak.h) are printed beside it.
+//                (core/fma_peak.h) are printed beside it. Without --run, rank 0 times the trainer's own step in-process
+//                instead (train/step_timer.h, `bench`'s: one micro-batch of random tokens per step, forward, backward,
+//                AdamW; --steps after one warm-up) for the model of the model flags, at the same formula's FLOPs.
 //   β, α         hand-written ring all-reduces (comm/) of f32 buffers from 1 KB to 4 MB between the ranks, each
 //                size's median of 9 repeats, the slowest rank's; a least-squares line (relative errors)
 //                time = messages·α + bytes sent/β over the sizes (messages 2(n−1), bytes 2(n−1)/n of the buffer).
-// Exit 0, 2 on bad input (not 2 ranks, a missing or multi-rank run).
+// Exit 0, 2 on bad input (not 2 ranks, a missing or multi-rank run, a model to time that the trainer refuses).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -25,6 +27,8 @@
 #include "core/fma_peak.h"
 #include "io/files.h"
 #include "plan/rank_prediction.h"
+#include "train/memory_check.h"
+#include "train/step_timer.h"
 
 namespace shardlab {
 
@@ -48,10 +52,36 @@ std::string read_all(const std::string& path) {
 }
 
 struct RunRate {
-  double step_seconds = 0, formula_flops = 0, counted_flops = 0;
+  double step_seconds = 0, formula_flops = 0, counted_flops = 0;  // counted_flops: 0 when not counted
   u64 steps = 0;
   bool f64 = false;
+  std::string from;  // the run directory, or what was timed in-process
 };
+
+// No run: the trainer's own step of cfg's model on this rank, one micro-batch per step. Throws one sentence on a
+// configuration the trainer or the prediction refuses.
+RunRate timed_rate(TrainConfig cfg) {
+  cfg.global_batch = cfg.micro_batch;
+  if (std::string err = validate_train_config(cfg); !err.empty()) throw std::runtime_error(err);
+  if (cfg.recipe.bf16() || cfg.model.moe.on())
+    throw std::runtime_error("the in-process timing takes a dense model in f32 or f64 (no --mixed, no experts)");
+  if (std::string err = check_memory(cfg, 1, 0); !err.empty()) throw std::runtime_error(err);
+  const GPTConfig& m = cfg.model;
+  plan::PredictSpec s;
+  s.layers = u64(m.layers), s.hidden = u64(m.hidden), s.heads = u64(m.heads), s.seq = u64(m.seq);
+  s.vocab = u64(m.vocab), s.micro_batch = s.global_batch = u64(cfg.micro_batch), s.world = 1;
+  s.f64 = cfg.recipe.f64(), s.recompute = cfg.recompute, s.attention = cfg.attention;
+  plan::StepRates unit;
+  unit.gpu_flops = 1;
+  RunRate r;
+  r.f64 = s.f64;
+  r.steps = u64(cfg.run.steps);
+  r.formula_flops = plan::predict_layout(s, unit).ranks.at(0).flops;
+  r.step_seconds = time_training_steps(cfg).seconds / double(cfg.run.steps);
+  r.from = "timed in-process, L" + std::to_string(m.layers) + " H" + std::to_string(m.hidden) + " A" +
+           std::to_string(m.heads) + " S" + std::to_string(m.seq) + " B" + std::to_string(cfg.micro_batch);
+  return r;
+}
 
 // A finished 1-rank run: its median step time and FLOPs per step.
 RunRate run_rate(const std::string& dir) {
@@ -72,6 +102,7 @@ RunRate run_rate(const std::string& dir) {
   plan::StepRates unit;
   unit.gpu_flops = 1;
   r.formula_flops = plan::predict_layout(s, unit).ranks.at(0).flops;
+  r.from = dir;
   const nlohmann::json& f = j.at("ranks").at(0).at("flops");
   r.counted_flops = (f.at("block_forward").get<double>() + f.at("block_backward").get<double>() +
                      f.at("block_recompute").get<double>() + f.at("other").get<double>()) /
@@ -141,16 +172,20 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
   flags.add("--run", run, "DIR: a finished 1-rank `shardlab train --out DIR` run (its ledger.json and loss.csv)",
             "DIR");
   flags.add("--out", out, "FILE: the rates as JSON", "FILE");
+  TrainConfig cfg;  // without --run: the model rank 0 times
+  cfg.run.steps = 5;
+  flags.group("Without --run: the model whose step rank 0 times in-process (bench's step)");
+  add_bench_flags(flags, cfg);
   if (const int code = parse_command(flags, args, rt, "plan --calibrate"); code >= 0) return code;
   std::string problem;
   if (rt.size() != 2) problem = "run it under scripts/mpirun.sh -np 2 (the ring is timed between 2 ranks)";
-  if (problem.empty() && (run.empty() || out.empty())) problem = "--calibrate needs --run DIR and --out FILE";
+  if (problem.empty() && out.empty()) problem = "--calibrate needs --out FILE";
   RunRate rate;
   if (problem.empty() && rt.is_root()) {
     try {
-      rate = run_rate(run);
+      rate = run.empty() ? timed_rate(cfg) : run_rate(run);
     } catch (const std::exception& e) {
-      problem = std::string("--run: ") + e.what();
+      problem = (run.empty() ? std::string("the model to time: ") : std::string("--run: ")) + e.what();
     }
   }
   problem = rt.agree(problem);
@@ -165,13 +200,18 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
   const FmaPeak peak = measure_fma_peak(rate.f64);
   const double gpu_flops = rate.formula_flops / rate.step_seconds;
   std::printf(
-      "compute: %s, 1 rank: %.3g FLOPs per step (planner's formula) in a median %.2f ms over %llu steps "
-      "(loss.csv ms, the first left out) = %.2f GFLOP/s\n",
-      run.c_str(), rate.formula_flops, rate.step_seconds * 1e3, (unsigned long long)rate.steps, gpu_flops / 1e9);
-  std::printf(
-      "  beside it: the GEMM FLOPs the run counted, %.3g per step (%.2f GFLOP/s); one core's %s FMA peak "
-      "%.1f GFLOP/s\n",
-      rate.counted_flops, rate.counted_flops / rate.step_seconds / 1e9, peak.isa.c_str(), peak.gflops);
+      "compute: %s, 1 rank: %.3g FLOPs per step (planner's formula) in %s %.2f ms over %llu steps %s = %.2f "
+      "GFLOP/s\n",
+      rate.from.c_str(), rate.formula_flops, run.empty() ? "a mean" : "a median", rate.step_seconds * 1e3,
+      (unsigned long long)rate.steps, run.empty() ? "(after one warm-up step)" : "(loss.csv ms, the first left out)",
+      gpu_flops / 1e9);
+  if (run.empty())
+    std::printf("  beside it: one core's %s FMA peak %.1f GFLOP/s\n", peak.isa.c_str(), peak.gflops);
+  else
+    std::printf(
+        "  beside it: the GEMM FLOPs the run counted, %.3g per step (%.2f GFLOP/s); one core's %s FMA peak "
+        "%.1f GFLOP/s\n",
+        rate.counted_flops, rate.counted_flops / rate.step_seconds / 1e9, peak.isa.c_str(), peak.gflops);
   std::printf("ring all-reduce between 2 ranks (f32, median of 9, the slowest rank):\n");
   for (const auto& [bytes, s] : ring.points)
     std::printf("  %10.0f B sent   %9.1f µs   fit %9.1f µs\n", bytes, s * 1e6,
@@ -181,7 +221,7 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
                       {"bytes_per_s", ring.beta},
                       {"latency_s", ring.alpha},
                       {"how",
-                       {{"run", run},
+                       {{"run", rate.from},
                         {"step_seconds", rate.step_seconds},
                         {"formula_flops_per_step", rate.formula_flops},
                         {"counted_flops_per_step", rate.counted_flops},

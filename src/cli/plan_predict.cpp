@@ -2,6 +2,8 @@
 // before it runs — every rank's model-state bytes, activation peak and bytes sent per step on each axis (the formulas
 // `plan --ledger` checks a run against: plan/rank_prediction.h) and the step time at a machine's rates (--rates FILE,
 // written by `plan --calibrate`; else the chapter's A100 defaults). --json FILE writes the same as JSON, for scripts.
+// With experts over ep, what the router decides (the all-to-alls, the experts' rows in the activation peak) is printed
+// with `~`: at an even load, an estimate ("even_load" in the JSON); the dp bytes and ZeRO's ep all-reduce are exact.
 // Exit 0, 2 on bad input (a layout the trainer would refuse, an unreadable rates file).
 #include <fstream>
 #include <iomanip>
@@ -84,10 +86,17 @@ nlohmann::json to_json(const PredictFlags& v, const StepRates& rates, const Layo
                           {"tp", r.tp_s},
                           {"pp", r.pp_s},
                           {"cp", r.cp_s},
+                          {"ep", r.ep_s},
                           {"bubble", r.bubble},
                           {"step", r.step()}}}};
     k["activation_peak"] = r.activations_known ? nlohmann::json(r.activation_peak) : nlohmann::json(nullptr);
     k["bytes_per_step"]["dp"] = r.dp_known ? nlohmann::json(r.dp_bytes) : nlohmann::json(nullptr);
+    k["bytes_per_step"]["ep_grad"] = r.ep_grad_bytes;
+    k["even_load"] = nullptr;  // the routing's numbers at an even load: estimates, never checked
+    if (r.ep_even)
+      k["even_load"] = {
+          {"ep_all_to_all", r.ep_all_to_all_bytes},
+          {"activation_peak", r.activations_even ? nlohmann::json(r.activation_peak) : nlohmann::json(nullptr)}};
     j["ranks"].push_back(k);
   }
   return j;
@@ -98,19 +107,27 @@ void print(std::ostream& out, const PredictFlags& v, const StepRates& rates, con
       << " per step; rates " << (v.rates.empty() ? "the chapter's defaults" : "from " + v.rates) << ": "
       << rates.gpu_flops / 1e9 << " GFLOP/s per rank, β " << rates.intra_bytes_per_s / 1e9 << " GB/s, α "
       << rates.latency_s * 1e6 << " µs\n";
-  out << "rank  dp tp pp cp ep   model states B   activation peak B   bytes/step dp / tp / pp / cp        step ms "
-         "(compute + comm + bubble)\n";
+  out << "rank  dp tp pp cp ep   model states B   activation peak B   bytes/step dp / tp / pp / cp / ep        "
+         "step ms (compute + comm + bubble)\n";
+  bool even = false;
   for (const RankPrediction& r : p.ranks) {
     std::ostringstream bytes;
     bytes << (r.dp_known ? std::to_string(r.dp_bytes) : "?") << " / " << r.tp_bytes << " / " << r.pp_bytes << " / "
-          << r.cp_bytes;
+          << r.cp_bytes << " / " << (r.ep_even ? "~" : "") << r.ep_grad_bytes + r.ep_all_to_all_bytes;
+    even |= r.ep_even;
+    const std::string act = r.activations_known  ? std::to_string(r.activation_peak)
+                            : r.activations_even ? "~" + std::to_string(r.activation_peak)
+                                                 : "routing";
     out << std::setw(4) << r.rank << "  " << r.dp << "  " << r.tp << "  " << r.pp << "  " << r.cp << "  " << r.ep
-        << std::setw(17) << r.model_states << std::setw(20)
-        << (r.activations_known ? std::to_string(r.activation_peak) : "routing") << "   " << std::left << std::setw(32)
-        << bytes.str() << std::right << std::fixed << std::setprecision(2) << std::setw(8) << r.step() * 1e3 << " ("
-        << r.compute * 1e3 << " + " << (r.dp_s + r.tp_s + r.pp_s + r.cp_s) * 1e3 << " + " << r.bubble * 1e3 << ")\n"
+        << std::setw(17) << r.model_states << std::setw(20) << act << "   " << std::left << std::setw(37) << bytes.str()
+        << std::right << std::fixed << std::setprecision(2) << std::setw(8) << r.step() * 1e3 << " (" << r.compute * 1e3
+        << " + " << (r.dp_s + r.tp_s + r.pp_s + r.cp_s + r.ep_s) * 1e3 << " + " << r.bubble * 1e3 << ")\n"
         << std::defaultfloat;
   }
+  if (even)
+    out << "~ at an even load: every rank's s·b·k expert slots spread evenly over the experts (1/e of them stay home). "
+           "A dropless router sends each token where it chooses, so the real all-to-alls and expert rows are uneven "
+           "and change every step: an estimate, not a check (ep's gradient all-reduce and the dp bytes are exact)\n";
   out << "predicted step: " << p.step_seconds * 1e3 << " ms (the slowest rank)\n";
 }
 }  // namespace

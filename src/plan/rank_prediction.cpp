@@ -11,10 +11,13 @@
 #include "check/activation_check.h"
 #include "check/ledger_check.h"
 #include "check/ledger_read.h"
+#include "check/moe_rank_check.h"
 #include "comm/grid_coords.h"
 #include "parallel/pipeline_partition.h"
 #include "parallel/schedule.h"
 #include "plan/cp_bytes.h"
+#include "plan/ep_bytes.h"
+#include "plan/moe_items.h"
 #include "plan/pipeline_stages.h"
 #include "plan/tp_bytes.h"
 
@@ -56,6 +59,10 @@ double dp_messages(const CommPhase& p, double bucket_bytes) {
   const double steps = double(p.ring - 1) * (p.op == RingOp::all_reduce ? 2 : 1);
   const double payload = double(p.elements * p.elem_bytes) * double(p.ring) / steps;
   return double(p.times) * steps * std::max(1.0, std::ceil(payload / bucket_bytes));
+}
+// The engine's bucket in gradient elements (as ep_grad_step_bytes cuts them).
+u64 bucket_elements(const LedgerCheck& c) {
+  return std::max<u64>(1, static_cast<u64>(c.bucket_mb * 1e6 / double(bytes_per_param(c.recipe)[Mem::grad])));
 }
 }  // namespace
 
@@ -154,15 +161,44 @@ LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates) {
     for (int i = 0; i < kNumCategories; ++i) r.model_states += states.v[i];
     const StageFacts st =
         c.pp > 1 ? stage_facts(c, at.pp) : StageFacts{a.layers, true, activation_peak(a, a.layers, true)};
-    r.activations_known = !moe;
-    if (!moe) r.activation_peak = st.peak;
-    if (!moe && c.layout.dp > 1) {
-      r.dp_known = true;
+    if (!moe) {
+      r.activations_known = true, r.activation_peak = st.peak;
+    } else if (c.pp == 1) {  // s·b·k rows per MoE block: dropless on one ep rank, the even load under ep
+      r.activation_peak = moe_model_activation_peak(a);
+      r.activations_known = c.ep == 1, r.activations_even = c.ep > 1;
+    }
+    r.dp_known = true;
+    if (moe && c.ep > 1) {
+      RankCheck rc;
+      rc.rank = int(k), rc.psi = r.params, rc.grad_member = member, rc.ep_rank = at.ep;
+      if (c.layout.strategy == Strategy::dp) {
+        r.dp_bytes = ep_grad_step_bytes(c, held, rc).total();
+        for (const GradRange& g : ep_grad_ranges(dims_of(s), c.tp, c.ep, held,
+                                                 shard_layout(c.layout, r.params).padded(), bucket_elements(c)))
+          if (const u64 n = g.expert ? c.grid_dp : c.grid_dp * c.ep; n > 1) r.dp_messages += 2.0 * double(n - 1);
+      } else {
+        r.dp_bytes = step_comm_bytes(c.recipe, r.params, c.layout, member).total().total();
+        for (const CommPhase& p : step_comm_phases(c.recipe, r.params, c.layout, member))
+          r.dp_messages += dp_messages(p, s.bucket_mb * 1e6);
+        r.ep_grad_bytes =
+            ep_sharded_step_bytes(c, held, rc, bytes_per_param(c.recipe)[Mem::grad]).total().total() - r.dp_bytes;
+        r.ep_messages += 2.0 * double(c.ep - 1);
+      }
+      r.ep_even = true;  // the all-to-alls of every MoE block of every micro-batch, at s·b·k rows each way
+      const u64 slots = moe_routed_slots(a);
+      const MoeRows even{slots, slots, slots / c.ep};
+      u64 moe_blocks = 0;
+      for (u64 l = 0; l < s.layers; ++l) moe_blocks += a.moe.in_block(l) && (held.empty() || held[l + 1]) ? 1 : 0;
+      for (bool backward : {false, true})
+        for (const AllToAll& call : ep_block_calls(backward, s.recompute == Recompute::full, even, s.hidden,
+                                                   u64(c.recipe.compute_bytes()), s.experts, c.ep)) {
+          r.ep_all_to_all_bytes += moe_blocks * c.layout.accum * call.sent;
+          r.ep_messages += double(moe_blocks * c.layout.accum * (c.ep - 1));
+        }
+    } else if (c.layout.dp > 1) {
       r.dp_bytes = step_comm_bytes(c.recipe, r.params, c.layout, member).total().total();
       for (const CommPhase& p : step_comm_phases(c.recipe, r.params, c.layout, member))
         r.dp_messages += dp_messages(p, s.bucket_mb * 1e6);
-    } else if (!moe) {
-      r.dp_known = true;
     }
     if (c.tp > 1) {
       TpShape t;
@@ -198,6 +234,7 @@ LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates) {
     r.tp_s = double(r.tp_bytes) / beta + r.tp_messages * alpha;
     r.pp_s = double(r.pp_bytes) / beta + r.pp_messages * alpha;
     r.cp_s = double(r.cp_bytes) / beta + r.cp_messages * alpha;
+    r.ep_s = double(r.ep_grad_bytes + r.ep_all_to_all_bytes) / beta + r.ep_messages * alpha;
     if (c.pp > 1) {
       const double idle = bubble_formula(ScheduleKind::one_f_one_b, c.pp, int(c.layout.accum), 1);
       r.bubble = r.compute * idle / (1 - idle);

@@ -7,17 +7,22 @@
 // the check's own readers (read_recipe, read_activation_shape, read_layout), so prediction and check derive the same
 // groups, shards and stages. Per rank (its coordinates: comm/grid_coords.h):
 //   model states  per_rank_model_state_bytes of its Ψ (its tp slice of its stage, its E/ep experts)
-//   activations   the activation peak of its stage's schedule (plan/activation_items.h, pipeline_stages.h); dense
-//                 models only: with experts the records follow the routing
-//   dp bytes      step_comm_bytes over the gradient group (dense models; with experts the ranges follow ep_bytes.h
-//                 and are not predicted here)
+//   activations   the activation peak of its stage's schedule (plan/activation_items.h, pipeline_stages.h); with
+//                 experts (one stage) plan/moe_items.h's at s·b·k rows per MoE block: exact on one ep rank (dropless,
+//                 every slot computed at home), an even-load estimate under ep (the rows follow the routing)
+//   dp bytes      step_comm_bytes over the gradient group; under ep the check's own ep_grad_step_bytes (dense runs
+//                 over dp·ep, expert runs over dp, the engine's buckets) or, with ZeRO, ep_sharded_step_bytes (the
+//                 dp rings, and the dense shard's all-reduce over ep: exact, booked on ep)
 //   tp, pp, cp    tp_step_bytes of its slice, stage_p2p_sent_bytes, cp_step_bytes (ring attention)
-//   ep            not predicted: a dropless all-to-all moves what the router chose
+//   ep            the all-to-alls (counts, dispatch, combine; plan/ep_bytes.h ep_block_calls) at an even load: every
+//                 rank's s·b·k slots spread evenly over the experts, 1/e of them staying home. A dropless all-to-all
+//                 moves what the router chose, so this is an estimate, not a check
 // Step time (seconds) of a rank, every term exposed (the trainer's collectives block; nothing overlaps on a CPU rank):
 //   compute  plan/step_time.h's FLOPs of the largest stage's share (6·N + 12·L·s·h per token, recompute's extra; with
 //            experts N counts the router and the k expert MLPs a token visits, whole on every tp rank) ÷
 //            gpu_flops (a calibration: the trainer's own effective rate on one rank, elementwise work included)
-//   comm     per axis, bytes sent ÷ β + messages × α (β, α: intra-node; one host)
+//   comm     per axis, bytes sent ÷ β + messages × α (β, α: intra-node; one host); ep's all-to-alls at the even
+//            load, (e − 1) messages per call
 //   bubble   1F1B's (p − 1)/m × compute
 // The step is the slowest rank's. Left out: smaller GEMMs running slower than the calibrated ones, ranks sharing a
 // core (more ranks than cores: the time is not a prediction of anything then), the optimizer's elementwise update.
@@ -51,15 +56,19 @@ struct RankPrediction {
   int dp = 0, tp = 0, pp = 0, cp = 0, ep = 0;  // coordinates
   std::uint64_t params = 0;                    // Ψ this rank holds
   std::uint64_t model_states = 0;              // bytes: param + grad + master + optimizer states
-  bool activations_known = false;
+  bool activations_known = false;              // exactly
+  bool activations_even = false;               // an even-load estimate (experts over ep)
   std::uint64_t activation_peak = 0;
   bool dp_known = false;
   std::uint64_t dp_bytes = 0, tp_bytes = 0, pp_bytes = 0, cp_bytes = 0;  // sent per step
-  double dp_messages = 0, tp_messages = 0, pp_messages = 0, cp_messages = 0;
-  double flops = 0;                                            // per step (formula)
-  double compute = 0, dp_s = 0, tp_s = 0, pp_s = 0, cp_s = 0;  // seconds (dp_s… exposed communication)
+  std::uint64_t ep_grad_bytes = 0;  // ZeRO with experts: the dense shard's all-reduce over ep (exact)
+  bool ep_even = false;             // experts over ep: the all-to-alls at an even load
+  std::uint64_t ep_all_to_all_bytes = 0;
+  double dp_messages = 0, tp_messages = 0, pp_messages = 0, cp_messages = 0, ep_messages = 0;
+  double flops = 0;                                                      // per step (formula)
+  double compute = 0, dp_s = 0, tp_s = 0, pp_s = 0, cp_s = 0, ep_s = 0;  // seconds (dp_s… exposed communication)
   double bubble = 0;
-  double step() const { return compute + dp_s + tp_s + pp_s + cp_s + bubble; }
+  double step() const { return compute + dp_s + tp_s + pp_s + cp_s + ep_s + bubble; }
 };
 
 struct LayoutPrediction {

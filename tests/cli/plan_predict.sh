@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # `shardlab plan --predict` and `plan --calibrate` (plan/rank_prediction.h; claims C29, C30), against real runs:
 #  (1) calibration: a 1-rank run, then `plan --calibrate` under 2 ranks: the rates file holds a FLOP rate above 1% of
-#      this core's FMA peak and not above it, a finite β > 0 and α ≥ 0;
-#  (2) 12 layouts of the small GPT (scripts/predict_table.py: single, dp 2, ZeRO-1/2/3, tp 2, pp 2, cp 2, ep 2,
-#      dp 2 × tp 2, tp 2 × pp 2, dp 2 × pp 2 × tp 2): on every rank the predicted model states, activation peak and
-#      bytes per step on dp, tp, pp and cp equal the run's ledger.json exactly, and `plan --ledger` passes on each run;
+#      this core's FMA peak and not above it, a finite β > 0 and α ≥ 0; the same without a run (rank 0 times the
+#      trainer's step in-process);
+#  (2) 13 layouts of the small GPT (scripts/predict_table.py: single, dp 2, ZeRO-1/2/3, tp 2, pp 2, cp 2, ep 2,
+#      ep 2 + ZeRO-1, dp 2 × tp 2, tp 2 × pp 2, dp 2 × pp 2 × tp 2): on every rank the predicted model states,
+#      activation peak and bytes per step on dp, tp, pp and cp (and ep's dense-shard all-reduce under ZeRO) equal the
+#      run's ledger.json exactly, and `plan --ledger` passes on each run; under ep the dp bytes and ep's all-reduce
+#      are predicted (not left out), the all-to-alls and activation peak at an even load are printed beside the
+#      measured ones, within 25 % of them (the lesson's routing at 8 samples: a few percent);
 #  (3) a few of those numbers against the chapter's formulas by hand (Ψ of the GPT's dims, 16 B/param, the DP ring's
 #      2(N−1)/N and ZeRO-3's gathers);
 #  (4) time: every prediction finite and positive; predicted vs measured and the errors printed, never a threshold
@@ -22,7 +26,8 @@ MODEL="--layers 4 --hidden 128 --heads 4 --seq 64 --global-batch 8 --micro-batch
 mpi 2 "$S" plan --calibrate --run "$tmp/one" --out "$tmp/rates.json" >"$tmp/cal.log" 2>&1 ||
   fail "setup: plan --calibrate under 2 ranks" "$(last "$tmp/cal.log")"
 sed 's/^/  /' "$tmp/cal.log"
-why=$(python3 - "$tmp/rates.json" <<'PY'
+sane_rates() {  # FILE: "" if the rates are sane, else what is not
+  python3 - "$1" <<'PY'
 import json, math, sys
 r = json.load(open(sys.argv[1]))
 f, peak, b, a = r["gpu_flops"], r["how"]["fma_peak_flops"], r["bytes_per_s"], r["latency_s"]
@@ -32,8 +37,15 @@ if not (math.isfinite(b) and b > 0): bad.append("β %g" % b)
 if not (math.isfinite(a) and a >= 0): bad.append("α %g" % a)
 print("; ".join(bad))
 PY
-)
+}
+why=$(sane_rates "$tmp/rates.json")
 [ -z "$why" ] && ok "calibration: a FLOP rate within the FMA peak, β > 0, α ≥ 0" || fail "calibration: sane rates" "$why"
+mpi 2 "$S" plan --calibrate --layers 4 --hidden 128 --heads 4 --seq 64 --micro-batch 2 --steps 3 \
+  --out "$tmp/rates_inproc.json" >"$tmp/cal2.log" 2>&1 || fail "setup: plan --calibrate without --run" "$(last "$tmp/cal2.log")"
+grep -q '^compute: timed in-process' "$tmp/cal2.log" || fail "calibration without --run: says what it timed" "$(head -1 "$tmp/cal2.log")"
+why=$(sane_rates "$tmp/rates_inproc.json")
+[ -z "$why" ] && ok "calibration without --run (the step timed in-process): sane rates" ||
+  fail "calibration without --run: sane rates" "$why"
 
 python3 scripts/predict_table.py --rates "$tmp/rates.json" --out "$tmp/table" --steps 6 --json "$tmp/table.json" \
   >"$tmp/table.log" 2>&1
@@ -60,11 +72,20 @@ for name, v in (("dp2", 4 * psi), ("dp2-zero3", 6 * 2 * psi)):
     if name in t and t[name]["bytes_measured"]["dp"][0] != v: bad.append("%s dp bytes %s, by hand %d" % (name, t[name]["bytes_measured"]["dp"][0], v))
 for r in t.values():
     if not (math.isfinite(r["step_predicted_s"]) and r["step_predicted_s"] > 0): bad.append("%s: predicted step %s" % (r["layout"], r["step_predicted_s"]))
-if len(t) != 12: bad.append("%d layouts in the table, not 12" % len(t))
+if len(t) != 13: bad.append("%d layouts in the table, not 13" % len(t))
+# Under ep the exact numbers must be predicted, not skipped: dp bytes (dense over dp·ep) and ZeRO's ep all-reduce.
+for name, key in (("ep2", "dp"), ("ep2-zero1", "ep_grad")):
+    got = t[name]["bytes"].get(key) if name in t else None
+    if (got is None or None in got or got != t[name]["bytes_measured"][key] or not any(got)):
+        bad.append("%s %s bytes: predicted %s, measured %s" % (name, key, got, t[name]["bytes_measured"][key]))
+for name in ("ep2", "ep2-zero1"):
+    for k, (e, m) in enumerate(zip(t[name]["even_load"], t[name]["ep_all_to_all_measured"])):
+        if not e or not (m > 0 and abs(e["ep_all_to_all"] - m) <= 0.25 * m):
+            bad.append("%s rank %d: the all-to-alls at an even load %s, measured %s B/step" % (name, k, e and e["ep_all_to_all"], m))
 print("; ".join(bad))
 PY
 )
-[ -z "$why" ] && ok "by hand: 16·Ψ, ZeRO-1's 12·Ψ and ZeRO-3's 8·Ψ bytes, the dp rings' 4Ψ and 12Ψ; every predicted step finite > 0" ||
+[ -z "$why" ] && ok "by hand: 16·Ψ, ZeRO-1's 12·Ψ and ZeRO-3's 8·Ψ bytes, the dp rings' 4Ψ and 12Ψ; ep's exact bytes predicted, its all-to-alls at an even load within 25 %; every predicted step finite > 0" ||
   fail "by-hand numbers" "$why"
 
 # Bad input: one line, exit 2.

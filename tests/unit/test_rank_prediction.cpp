@@ -84,8 +84,41 @@ TEST_CASE("predict: the step is the sum of its terms at the given rates", "[rank
     CHECK(k.compute == Approx(k.flops / 1e10));
     CHECK(k.pp_s == Approx(double(k.pp_bytes) / 1e9 + k.pp_messages * 1e-6));
     CHECK(k.bubble == Approx(k.compute * 1.0 / 4));  // 1F1B: (p − 1)/m with m = 4
-    CHECK(k.step() == Approx(k.compute + k.dp_s + k.tp_s + k.pp_s + k.cp_s + k.bubble));
+    CHECK(k.step() == Approx(k.compute + k.dp_s + k.tp_s + k.pp_s + k.cp_s + k.ep_s + k.bubble));
     CHECK(p.step_seconds >= k.step());
+  }
+}
+
+TEST_CASE("predict: ep 2 — the dense gradients' ring exactly, the all-to-alls at an even load", "[rank_prediction]") {
+  StepRates r;
+  r.gpu_flops = 1e10, r.intra_bytes_per_s = 1e9, r.latency_s = 1e-6;
+  PredictSpec s = spec(2);  // b 2 on each of the 2 ep ranks: 2 micro-batches per step
+  s.experts = 4, s.top_k = 2, s.ep = 2;
+  const u64 h = 64, E = 4, k = 2, sb = 32 * 2;
+  // Dense: the GPT without its MLPs, plus each block's router (E·h, no bias).
+  const u64 dense = psi(4, h, 256, 32) - 4 * (8 * h * h + 5 * h) + 4 * E * h;
+  const LayoutPrediction p = predict_layout(s, r);
+  REQUIRE(p.ranks.size() == 2);
+  for (const RankPrediction& q : p.ranks) {
+    CHECK(q.dp_known);
+    CHECK(q.dp_bytes == dense * 4);  // one all-reduce over dp·ep = 2 of 4-byte gradients: each sends half, twice
+    CHECK(q.ep_grad_bytes == 0);     // plain DP: no ZeRO shard to all-reduce over ep
+    CHECK(q.ep_even);
+    CHECK_FALSE(q.activations_known);
+    CHECK(q.activations_even);
+    // Per MoE block and micro-batch: counts (e − 1)·E/e int32s; dispatch and combine forward and backward, each
+    // s·b·k·(e − 1)/e rows of h f32s.
+    const u64 per_block = (E / 2) * 4 + 4 * (sb * k / 2) * h * 4;
+    CHECK(q.ep_all_to_all_bytes == 4 * 2 * per_block);
+    CHECK(q.ep_s == Approx(double(q.ep_all_to_all_bytes) / 1e9 + q.ep_messages * 1e-6));
+    CHECK(q.ep_messages == Approx(4 * 2 * 5));  // 5 calls per block and micro-batch, 1 message each at e = 2
+  }
+  s.zero = 1;  // ZeRO with experts: the dp rings over dp = 1 send nothing; the dense shard all-reduces over ep
+  const LayoutPrediction z = predict_layout(s, r);
+  for (const RankPrediction& q : z.ranks) {
+    CHECK(q.dp_bytes == 0);
+    CHECK(q.ep_grad_bytes > 0);
+    CHECK(q.ep_grad_bytes <= dense * 4 + 64);  // the dense part of a padded shard layout, over 2 ranks
   }
 }
 
