@@ -180,6 +180,12 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
   std::string problem;
   if (rt.size() != 2) problem = "run it under scripts/mpirun.sh -np 2 (the ring is timed between 2 ranks)";
   if (problem.empty() && out.empty()) problem = "--calibrate needs --out FILE";
+  for (const std::string& a : args)  // with --run the model is the run's: a model flag would be ignored
+    if (problem.empty() && !run.empty() && a.rfind("--", 0) == 0) {
+      const std::string name = a.substr(0, a.find('='));
+      if (name != "--calibrate" && name != "--run" && name != "--out")
+        problem = "--run takes the model from the run: drop " + name;
+    }
   RunRate rate;
   if (problem.empty() && rt.is_root()) {
     try {

@@ -14,7 +14,7 @@
 #  (4) time: every prediction finite and positive; predicted vs measured and the errors printed, never a threshold
 #      (a shared 2-core machine's clock: the timed target is `make bench`'s section);
 #  (5) bad input: no --np, heads not split by tp, a batch that does not split, an unreadable --rates, --calibrate
-#      on one rank: one line, exit 2.
+#      on one rank, --calibrate --run with a model flag: one line, exit 2.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_layouts.sh"
@@ -103,4 +103,11 @@ bad_predict "--tp 3 over 4 heads" --predict --np 3 --tp 3 $MODEL
 bad_predict "a batch dp 3 does not split" --predict --np 3 $MODEL
 bad_predict "an unreadable --rates" --predict --np 1 --rates "$tmp/none.json" $MODEL
 bad_predict "--calibrate on one rank" --calibrate --run "$tmp/one" --out "$tmp/r.json"
+mpi 2 "$S" plan --calibrate --run "$tmp/one" --out "$tmp/r.json" --layers 2 >"$tmp/cal_bad.out" 2>&1
+rc=$?
+if [ $rc = 2 ] && [ "$(grep -c 'error:' "$tmp/cal_bad.out")" = 1 ] && grep -q 'drop --layers' "$tmp/cal_bad.out"; then
+  ok "bad input: --calibrate --run with a model flag (exit 2, one error line from rank 0)"
+else
+  fail "bad input: --calibrate --run with a model flag" "exit $rc: $(grep 'error' "$tmp/cal_bad.out" | head -c 200)"
+fi
 exit $((fails > 0))
