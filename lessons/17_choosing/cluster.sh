@@ -61,7 +61,7 @@ print("  The cost moved from tp's all-reduces to cp's messages and the bubble (C
 print("  in both%s." % ("" if abs(bs["compute"] - rs["compute"]) < 1e-12 else " up to recompute and the kernel"))
 print("  What the model leaves out (src/plan/step_time.h): memory bandwidth (flash's real gain is fewer HBM reads, which a FLOP")
 print("  count cannot see), kernel efficiency beyond one rate (a micro-batch of 1 sequence and tp %d's thinner GEMMs run at" % best["tp"])
-print("  the same 312 TFLOPS as big ones), stragglers, congestion between axes sharing a link, and expert all-to-alls. So the")
+print("  the same 312 TFLOPS as big ones), stragglers, congestion between axes sharing a link, and an uneven expert load. So the")
 print("  ranking says where the cost goes under its assumptions; a few percent between rows is not a measured speed.")
 EOF
 

@@ -4,7 +4,7 @@
 namespace shardlab::plan {
 
 void define_moe_flags(Flags& f, MoeFlags& v) {
-  f.add("--moe-experts", v.experts, "experts E in place of the MLP of every --moe-every-th block (0: dense)");
+  f.add("--moe-experts", v.experts, "experts E in place of the MLP of every --moe-every-th block");
   f.add("--moe-top-k", v.top_k, "experts per token k");
   f.add("--moe-every", v.every, "MoE in blocks l with l % n == 0");
   f.add("--moe-ffn", v.ffn, "each expert's width F (0: 4·hidden)");

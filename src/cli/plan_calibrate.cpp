@@ -165,9 +165,11 @@ RingFit fit_ring(Communicator& comm) {
 int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
   bool calibrate = false;
   std::string run, out;
-  Flags flags("shardlab plan --calibrate",
-              "This machine's rates for plan --predict --rates: the trainer's FLOP rate from a finished 1-rank run, "
-              "the ring's β and α from all-reduces between the 2 ranks (run under scripts/mpirun.sh -np 2).");
+  Flags flags(
+      "shardlab plan --calibrate",
+      "This machine's rates for plan --predict / --search --rates: the trainer's FLOP rate from a finished 1-rank "
+      "run (--run DIR) or, without it, from rank 0 timing the model's step in-process; the ring's β and α "
+      "from all-reduces between the 2 ranks (run under scripts/mpirun.sh -np 2).");
   flags.flag("--calibrate", calibrate, "measure the rates");
   flags.add("--run", run, "DIR: a finished 1-rank `shardlab train --out DIR` run (its ledger.json and loss.csv)",
             "DIR");

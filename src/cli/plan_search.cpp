@@ -101,16 +101,17 @@ SearchRequest search_request(const Flags& f, const SearchFlags& v) {
     const ExpertDims e = moe_dims(f, v.moe);
     m.experts = e.experts, m.top_k = e.top_k, m.every = e.every, m.ffn = e.ffn;
   }
-  if (m.experts > 0 && v.gpus > 1 && std::gcd(m.experts, v.gpus) == 1)
-    throw SearchFail{"--moe-experts " + std::to_string(m.experts) + " shares no divisor with --gpus " +
-                     std::to_string(v.gpus) + ": no ep > 1 holds E/ep whole experts (give E with a factor of N)"};
-  if (!m.preset) m.psi = gpt_param_count(m.gpt());
   if (v.global_batch < 1 || v.global_batch > 10000000)
     throw SearchFail{"--global-batch expects an integer in [1, 1e7]"};
-  // Keep every byte count exact in 64 bits (as plan does): the activations of the whole batch, 32 bytes per parameter.
-  const long double s = m.seq,
-                    act = m.layers * (34.0L * s * v.global_batch * m.hidden + 5.0L * m.heads * s * s * v.global_batch);
-  if (act > 1e18L || 32.0L * m.psi > 1e18L) throw SearchFail{"sizes too large for exact 64-bit byte counts"};
+  // Keep every byte count exact in 64 bits (as plan does): the activations of the whole batch (the experts' rows at
+  // k slots per token too), 32 bytes per parameter (every expert's) — bounded before Ψ is counted in 64 bits.
+  const long double s = m.seq, h = m.hidden, F = m.ffn ? m.ffn : 4.0L * m.hidden, B = v.global_batch;
+  const long double act = m.layers * (34.0L * s * B * h + 5.0L * m.heads * s * s * B +
+                                      (m.experts ? 4.0L * s * B * m.top_k * (h + F) + 4.0L * s * B * m.experts : 0));
+  const long double psi_bound = (m.preset ? (long double)m.psi : 0.0L) + m.layers * (12.0L * h * h + 13.0L * h) +
+                                (m.seq + m.vocab) * h + m.experts * m.layers * (2.0L * h * F + F + 2.0L * h);
+  if (act > 1e18L || 32.0L * psi_bound > 1e18L) throw SearchFail{"sizes too large for exact 64-bit byte counts"};
+  if (!m.preset) m.psi = gpt_param_count(m.gpt());
   for (const auto& [name, value] : {std::pair{"--gpu-tflops", v.gpu_tflops}, std::pair{"--intra-gbps", v.intra_gbps},
                                     std::pair{"--inter-gbps", v.inter_gbps}})
     if (!(value > 0 && value < 1e12)) throw SearchFail{std::string(name) + " expects a positive number"};

@@ -14,6 +14,8 @@
 namespace shardlab::plan {
 
 namespace {
+const char* const kDenseOverEp = "all-reduce dense grads over ep";  // ZeRO with experts, after the step
+
 using u64 = std::uint64_t;
 constexpr double kBf16 = 2;  // bytes of a communicated activation, gradient or parameter (C1's recipe)
 
@@ -47,7 +49,7 @@ std::vector<CommPhase> gradient_phases(const SearchModel& m, const SearchLayout&
   add(mem.psi_slice, group, wide);
   const u64 shard = (dense + group - 1) / group;  // this rank's shard of the dense gradients
   CommPhase p;
-  p.what = "all-reduce dense grads over ep";
+  p.what = kDenseOverEp;
   p.op = RingOp::all_reduce, p.times = 1, p.ring = l.ep, p.elem_bytes = u64(kBf16);
   p.elements = 2 * (l.ep - 1) * shard / l.ep;
   p.inter = !inside_node(l.tp * l.cp * l.ep, K, N);
@@ -127,6 +129,11 @@ StepTime step_time(const SearchModel& m, const SearchLayout& l, u64 global_batch
     u64 calls[2] = {0, 0};
     for (const CommPhase& p : phases) {
       const double b = beta(p.inter);
+      if (p.what == kDenseOverEp) {  // once per step after the last micro-batch (parallel/across_ep.cpp): exposed
+        const double seconds = r.latency_s + double(p.elements * p.elem_bytes) / b;
+        t.dp += seconds, t.dp_total += seconds, t.dp_bytes += double(p.bytes());
+        continue;
+      }
       const bool params = p.what.find("params") != std::string::npos;
       const int side = params && p.what.find("(backward)") == std::string::npos ? 0 : 1;
       const double sent = double(p.elements * p.elem_bytes);  // the ring's share of one call (C8)

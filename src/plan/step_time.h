@@ -23,7 +23,8 @@
 //             phase by its group's span; parallel/across_ep.cpp). Gradient reduction overlaps backward (DP and ZeRO-1
 //             the last micro-batch's, ZeRO-2 and -3 every micro-batch's; C9), parameter all-gathers overlap forward
 //             (ZeRO-1/2's after the step: the next step's first micro-batch; ZeRO-3's every micro-batch, C15); exposed
-//             = what exceeds its window, and never less than the last bucket (α + one bucket at β).
+//             = what exceeds its window, and never less than the last bucket (α + one bucket at β); ZeRO's
+//             all-reduce of the dense shard over ep runs once after the last micro-batch: all exposed.
 //   tp        4 all-reduces per layer per micro-batch of b·(s/c)·h bf16 elements (C17, C18), all exposed (the next
 //             GEMM needs the result). The vocabulary-parallel head's few all-reduces are left out.
 //   cp        ring attention's K/V (and dK/dV) messages (plan/cp_bytes.h, bf16), all exposed.

@@ -164,17 +164,19 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
       << "placement: tp innermost, then cp, ep, dp, pp outermost; a group inside one node uses the intra-node link\n"
       << "overlap: dp gradients hide behind backward, parameter all-gathers behind forward, except the last bucket;\n"
       << "         tp, cp"
-      << (m.experts ? ", ep (4 all-to-alls + the counts per MoE layer and micro-batch, even load)" : "")
+      << (m.experts
+              ? ", ep (4 all-to-alls + the counts per MoE layer and micro-batch, + 3 with full recompute; even load)"
+              : "")
       << " exposed; pp only while 1F1B fills and drains; bubble = (p−1)/m × compute (C20)\n"
       << (m.experts ? "         dp: dense gradients over dp·ep, the experts' over dp (ZeRO: shards over dp, then the "
                       "dense shard all-reduced over ep)\n"
                     : "")
       << "memory: model states over dp·cp by ZeRO stage + the chapter's activations × micro-batches in flight\n"
-      << (m.experts
-              ? "        experts: a rank holds the dense part and E/ep experts of each MoE block, sharded over dp "
-                "(the ranks with the same\n        experts); a MoE block keeps the router's and the experts' "
-                "rows at an even load (s·b·k) in place of the MLP's\n"
-              : "");
+      << (m.experts ? "        experts: a rank holds the dense part and E/ep experts of each MoE block, sharded by "
+                      "ZeRO over dp "
+                      "(the ranks with the same\n        experts); a MoE block keeps the router's and the experts' "
+                      "rows at an even load (s·b·k) in place of the MLP's\n"
+                    : "");
   out << "layouts: " << commas(r.counts.enumerated) << " enumerated, " << commas(r.counts.divisibility)
       << " refused by divisibility (the trainer's rules), " << commas(r.over_memory) << " over "
       << shortest(q.gpu_memory_gb) << " GB, " << commas(r.rows.size()) << " fit";

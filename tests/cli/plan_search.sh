@@ -251,7 +251,14 @@ if [ $rc -eq 0 ] && [ -n "$plan_psi" ] && [ "$got" = "$plan_psi 8" ]; then
 else fail "--preset mixtral: Ψ as plan's, ep up to 8" "rc $rc, search '$got', plan '$plan_psi', $(last "$tmp/mix.err")"; fi
 
 bad "--moe-top-k 9 of 8 experts" "--moe-top-k 9 must be between 1 and --moe-experts 8" --search --gpus 8 --gpu-mem 1 --moe-experts 8 --moe-top-k 9
-bad "--moe-experts 7 on 8 GPUs (no ep divides both)" "shares no divisor" --search --gpus 8 --gpu-mem 1 --moe-experts 7
+# 7 experts on 8 GPUs: no ep > 1 holds E/ep whole experts, so every layout keeps the experts whole (ep 1).
+$S plan --search --gpus 8 --gpu-mem 1 --moe-experts 7 --json "$tmp/e7.json" >"$tmp/e7.out" 2>&1
+rc=$?
+e7=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["rows"]; print(len(r), sorted({x["ep"] for x in r}))' \
+  "$tmp/e7.json" 2>&1)
+if [ $rc = 0 ] && [ "${e7#* }" = "[1]" ] && [ "${e7%% *}" -gt 0 ]; then
+  ok "--moe-experts 7 on 8 GPUs: ${e7%% *} layouts, every one with ep 1"
+else fail "--moe-experts 7 on 8 GPUs: layouts with ep 1 only" "rc $rc, rows and ep values: $e7"; fi
 bad "--moe-top-k without --moe-experts" "--moe-top-k needs --moe-experts" --search --gpus 8 --gpu-mem 1 --moe-top-k 2
 bad "--moe-every 9 of 4 layers" "--moe-every 9 must be between 1 and --layers 4" --search --gpus 8 --gpu-mem 1 --moe-experts 8 --moe-every 9
 bad "--preset 7b with --moe-experts" "drop --moe-experts" --search --gpus 8 --gpu-mem 80 --preset 7b --moe-experts 8

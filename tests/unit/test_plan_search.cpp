@@ -247,6 +247,15 @@ TEST_CASE("search: a MoE layout's memory, ep and dp terms by hand (C25)", "[plan
   // ZeRO-1 reduce-scatters the gradients and all-gathers the parameters over dp = 2, then all-reduces its half of
   // the dense gradients over ep = 2.
   CHECK(step_time(m, z1, 16, r).dp_bytes == Approx(2 * (1.0 / 2 * double(rank_params) * 2) + dense / 2 * 2));
+  // That all-reduce runs once after the last micro-batch: exposed whole however long backward is (a slow GPU hides
+  // everything else but the last bucket).
+  StepRates slow = r;
+  slow.gpu_flops = 1e3;
+  const double shard_seconds = 3e-6 + dense / 2 * 2 / 2e9;  // ring over 2: 2·(1/2) of its half of dense, 2 B each
+  // The parameters' all-gather (forward) and the gradients' reduce-scatter (backward) each expose their last bucket,
+  // here all of their rank_params·2·(1/2) bytes; the dense shard's all-reduce comes on top, not as backward's last.
+  const double ring_tail = 3e-6 + double(rank_params) / 2e9;
+  CHECK(step_time(m, z1, 16, slow).dp == Approx(2 * ring_tail + shard_seconds));
   // Without ep the experts' term is zero.
   SearchLayout ep1 = l;
   ep1.dp = 4, ep1.ep = 1, ep1.micro_batches = 2;  // 4·2·2 = 16
