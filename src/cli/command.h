@@ -2,7 +2,7 @@
 // which turns --help and bad flags into the same behaviour everywhere (help or one error line, from
 // rank 0 only; exit 0 for help, 2 for an error). One file per command: cli/<command>.cpp.
 #pragma once
-#include <iosfwd>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -13,6 +13,16 @@ namespace shardlab {
 
 // -1: the flags are good, run the command. Otherwise the exit code (help printed, or the error).
 int parse_command(Flags& flags, const std::vector<std::string>& args, const Runtime& rt, const std::string& command);
+
+// For commands that print to streams (plan and its modes): parses args onto flags; --help prints the help to out and
+// returns true (exit 0); a bad flag throws Fail{message}, for the command's own one-line error and exit 2.
+template <class Fail>
+bool printed_help(Flags& flags, const std::vector<std::string>& args, std::ostream& out) {
+  const ParseResult r = flags.parse(args);
+  if (r.kind == ParseResult::error) throw Fail{r.message};
+  if (r.kind == ParseResult::help) out << flags.help();
+  return r.kind == ParseResult::help;
+}
 
 using CommandArgs = std::vector<std::string>;  // the arguments after the command's name
 int train_command(const CommandArgs& args, const Runtime& rt);

@@ -326,13 +326,8 @@ int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostre
               "The chapter's memory and communication formulas (1 GB = 1e9 bytes) for a preset, the trainer's GPT dims "
               "or a parameter count; --ledger checks a run against them.");
   define(flags, v);
-  ParseResult r = flags.parse(args);
-  if (r.kind == ParseResult::help) {
-    out << flags.help();
-    return 0;
-  }
   try {
-    if (r.kind == ParseResult::error) throw Fail{r.message};
+    if (printed_help<Fail>(flags, args, out)) return 0;
     if (flags.given("--ledger")) {
       for (const char* n : {"--preset",
                             "--layers",

@@ -138,13 +138,8 @@ int plan_predict_run(const std::vector<std::string>& args, std::ostream& out, st
               "One layout of the trainer's GPT before it runs: every rank's model states, activation peak and bytes "
               "per axis (the formulas plan --ledger checks runs against) and the step time at measured rates.");
   define(flags, v);
-  ParseResult r = flags.parse(args);
-  if (r.kind == ParseResult::help) {
-    out << flags.help();
-    return 0;
-  }
   try {
-    if (r.kind == ParseResult::error) throw PredictFail{r.message};
+    if (printed_help<PredictFail>(flags, args, out)) return 0;
     if (!flags.given("--np")) throw PredictFail{"--predict needs --np N (the run's ranks)"};
     if (v.np < 1 || v.np > 4096) throw PredictFail{"--np expects an integer in [1, 4096]"};
     if (v.zero > 3) throw PredictFail{"--zero expects 0, 1, 2 or 3"};

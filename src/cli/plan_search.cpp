@@ -160,13 +160,8 @@ int plan_search_run(const std::vector<std::string>& args, std::ostream& out, std
       "fits G GB, ranked by a step-time model: compute + exposed communication per axis + pipeline bubble, "
       "beside the chapter's rule of thumb.");
   define(flags, v);
-  ParseResult r = flags.parse(args);
-  if (r.kind == ParseResult::help) {
-    out << flags.help();
-    return 0;
-  }
   try {
-    if (r.kind == ParseResult::error) throw SearchFail{r.message};
+    if (printed_help<SearchFail>(flags, args, out)) return 0;
     const SearchRequest q = search_request(flags, v);
     const SearchResult result = search_layouts(q.model, q.space, q.rates, q.gpu_memory_gb * 1e9);
     if (result.counts.layouts.empty())
