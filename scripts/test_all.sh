@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # `make test`: unit tests, command-line tests (bad input, checkpoints, layouts, …), MPI checks, every lesson.
-# The command-line suites run one per core at a time (each is mostly waiting for short processes); each
-# suite's output is printed whole when it ends. The MPI suite and the lessons run alone: the lessons read
-# the wall clock. Prints each suite's result and closes with "N passed, N failed"; exits non-zero on any
-# failure.
+# The command-line suites, and the lessons that read no clock, run side by side, one more at a time than there
+# are cores (measured: with one per core the cores stood idle a third of the time, the suites waiting for their
+# short processes to start and end); TEST_JOBS=N sets how many. Each suite's output is printed whole when it
+# ends. The MPI suite and the lessons that time something (scripts/clock.py) run alone afterwards: their
+# clock must see a quiet machine. Prints each suite's result and closes with "N passed, N failed"; exits
+# non-zero on any failure.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -20,12 +22,18 @@ suite() {  # suite NAME COMMAND...
 suite "unit tests" build/unit_tests
 
 logs=build/test_logs; rm -rf "$logs"; mkdir -p "$logs"
-lanes=${TEST_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
-cli_suite() {  # runs in the background: the suite's output, then its verdict line, into $logs/NAME.log
-  local name=$1 start=$(date +%s)
-  if bash "tests/cli/$name.sh" >"$logs/$name.out" 2>&1; then v=PASS; else v=FAIL; fi
-  { echo "=== cli $name"; cat "$logs/$name.out"; echo "=== cli $name: $v ($(( $(date +%s) - start ))s)"; } >"$logs/$name.log"
+lanes=${TEST_JOBS:-$(( $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2) + 1 ))}
+pooled() {  # pooled LABEL NAME COMMAND...: in the background, the output and then its verdict line into $logs/NAME.log
+  local label=$1 name=$2 start=$(date +%s); shift 2
+  if "$@" >"$logs/$name.out" 2>&1; then v=PASS; else v=FAIL; fi
+  { echo "=== $label"; cat "$logs/$name.out"; echo "=== $label: $v ($(( $(date +%s) - start ))s)"; } >"$logs/$name.log"
 }
+# The lessons that read the wall clock (scripts/clock.py) run alone at the end; the others join the pool.
+clocked=""; quiet=""
+for dir in lessons/[0-9][0-9]_*/; do
+  if grep -qs "clock.py" "$dir"run "$dir"*.sh; then clocked+=" $(basename "$dir" | cut -c1-2)"
+  else quiet+=" $(basename "$dir")"; fi
+done
 report() {  # prints every finished suite's log once
   for log in "$logs"/*.log; do
     [ -e "$log" ] && [ ! -e "$log.shown" ] || continue
@@ -35,16 +43,19 @@ report() {  # prints every finished suite's log once
 }
 # Longest first (so that no long suite starts last and runs alone at the end), then the rest by name.
 longest="labs_others labs_ring nothing_lost_again hostile_inputs parallel_hostile pipeline parallel context_parallel"
-for name in $longest $(ls tests/cli/*.sh | xargs -n1 basename | sed 's/\.sh$//'); do
+for name in $longest $(ls tests/cli/*.sh | xargs -n1 basename | sed 's/\.sh$//') $quiet; do
   case "$name" in lib*) continue ;; esac  # sourced helpers, not suites
-  [ -e "tests/cli/$name.sh" ] && [ ! -e "$logs/$name.started" ] || continue
+  [ -e "tests/cli/$name.sh" ] || [ -d "lessons/$name" ] || continue
+  [ ! -e "$logs/$name.started" ] || continue
   touch "$logs/$name.started"
   while [ "$(jobs -rp | wc -l)" -ge "$lanes" ]; do wait -n; report; done
-  cli_suite "$name" &
+  if [ -d "lessons/$name" ]; then pooled "lesson $name" "$name" env LESSONS="${name:0:2}" bash scripts/run_lessons.sh &
+  else pooled "cli $name" "$name" bash "tests/cli/$name.sh" &
+  fi
 done
 wait; report
 
 suite "mpi tests (no mpirun; np 1, 2, 3, 4, 8)" bash scripts/mpi_tests.sh build/mpi_tests
-suite "lessons" bash scripts/run_lessons.sh
+suite "lessons that time something (alone:$clocked)" env LESSONS="$clocked" bash scripts/run_lessons.sh
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

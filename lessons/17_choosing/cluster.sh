@@ -29,9 +29,9 @@ if any(a["seconds"]["step"] > b["seconds"]["step"] for a, b in zip(rows, rows[1:
     bad.append("the ranking is not ordered by step time")
 if best["seconds"]["step"] > rule["seconds"]["step"]:
     bad.append("the best's step %.1f ms is slower than the rule's %.1f ms" % (1e3 * best["seconds"]["step"], 1e3 * rule["seconds"]["step"]))
-for r in (best, rule):  # each term as step_time.h says: step = compute + exposed comm + bubble, bubble = (p−1)/m × compute
+for r in (best, rule):  # as step_time.h says: step = compute + update + exposed comm + bubble, bubble = (p−1)/m × compute
     s = r["seconds"]
-    parts = s["compute"] + s["dp"] + s["tp"] + s["pp"] + s["cp"] + s["ep"] + s["bubble"]
+    parts = s["compute"] + s["update"] + s["dp"] + s["tp"] + s["pp"] + s["cp"] + s["ep"] + s["bubble"]
     if abs(parts - s["step"]) > 1e-9 * s["step"] or abs(s["bubble"] - (r["pp"] - 1) / r["micro_batches"] * s["compute"]) > 1e-9 * s["step"]:
         bad.append("rank %d: step %.6f s, expected the sum of its terms %.6f s and bubble (p−1)/m × compute" % (r["rank"], s["step"], parts))
 why = re.search(r"^why: the best is ([0-9.]+)% faster.*using ([0-9.]+) GB per GPU instead of ([0-9.]+) GB", text, re.M)

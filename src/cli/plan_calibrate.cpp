@@ -8,6 +8,10 @@
 //                (core/fma_peak.h) are printed beside it. Without --run, rank 0 times the trainer's own step in-process
 //                instead (train/step_timer.h, `bench`'s: one micro-batch of random tokens per step, forward, backward,
 //                AdamW; --steps after one warm-up) for the model of the model flags, at the same formula's FLOPs.
+//   update       seconds per parameter of the step's per-parameter work (zero and fold the gradients, their norm,
+//                AdamW; train/step_timer.h's time_update_steps, 20 times on the model's own states, rank 0): ZeRO
+//                divides it among the ranks, DP does not. It is taken out of the step before the FLOP rate above
+//                is worked out, so gpu_flops is forward and backward alone.
 //   β, α         hand-written ring all-reduces (comm/) of f32 buffers from 1 KB to 4 MB between the ranks, each
 //                size's median of 9 repeats, the slowest rank's; a least-squares line (relative errors)
 //                time = messages·α + bytes sent/β over the sizes (messages 2(n−1), bytes 2(n−1)/n of the buffer).
@@ -54,8 +58,8 @@ std::string read_all(const std::string& path) {
 struct RunRate {
   double step_seconds = 0, formula_flops = 0, counted_flops = 0;  // counted_flops: 0 when not counted
   u64 steps = 0;
-  bool f64 = false;
-  std::string from;  // the run directory, or what was timed in-process
+  TrainConfig model;  // the model and recipe timed, for the update's timing
+  std::string from;   // the run directory, or what was timed in-process
 };
 
 // No run: the trainer's own step of cfg's model on this rank, one micro-batch per step. Throws one sentence on a
@@ -74,7 +78,7 @@ RunRate timed_rate(TrainConfig cfg) {
   plan::StepRates unit;
   unit.gpu_flops = 1;
   RunRate r;
-  r.f64 = s.f64;
+  r.model = cfg;
   r.steps = u64(cfg.run.steps);
   r.formula_flops = plan::predict_layout(s, unit).ranks.at(0).flops;
   r.step_seconds = time_training_steps(cfg).seconds / double(cfg.run.steps);
@@ -97,7 +101,9 @@ RunRate run_rate(const std::string& dir) {
   const u64 accum = j.at("layout").at("accum");
   s.global_batch = accum * s.micro_batch;
   RunRate r;
-  r.f64 = s.f64;
+  GPTConfig& g = r.model.model;
+  g.layers = int(s.layers), g.hidden = int(s.hidden), g.heads = int(s.heads), g.seq = int(s.seq), g.vocab = int(s.vocab);
+  r.model.recipe.dtype = s.f64 ? Dtype::f64 : Dtype::f32;
   r.steps = j.at("layout").at("steps");
   plan::StepRates unit;
   unit.gpu_flops = 1;
@@ -205,14 +211,20 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
   Communicator world = Communicator::world(&ledger, nullptr, {});
   const RingFit ring = fit_ring(world);
   if (!rt.is_root()) return 0;
-  const FmaPeak peak = measure_fma_peak(rate.f64);
-  const double gpu_flops = rate.formula_flops / rate.step_seconds;
+  const bool f64 = rate.model.recipe.f64();
+  const FmaPeak peak = measure_fma_peak(f64);
+  const UpdateTiming update = time_update_steps(rate.model, 20);
+  const double update_per_param = update.seconds / double(update.params);
+  const double fwd_bwd_seconds = std::max(rate.step_seconds - update.seconds, 0.5 * rate.step_seconds);
+  const double gpu_flops = rate.formula_flops / fwd_bwd_seconds;
+  std::printf("update: zero, fold, norm and AdamW of %zu %s parameters: %.3f ms (mean of 20) = %.2f ns per parameter\n",
+              update.params, f64 ? "f64" : "f32", update.seconds * 1e3, update_per_param * 1e9);
   std::printf(
-      "compute: %s, 1 rank: %.3g FLOPs per step (planner's formula) in %s %.2f ms over %llu steps %s = %.2f "
-      "GFLOP/s\n",
+      "compute: %s, 1 rank: %.3g FLOPs per step (planner's formula) in %s %.2f ms over %llu steps %s, less the "
+      "update's %.3f ms = %.2f GFLOP/s\n",
       rate.from.c_str(), rate.formula_flops, run.empty() ? "a mean" : "a median", rate.step_seconds * 1e3,
       (unsigned long long)rate.steps, run.empty() ? "(after one warm-up step)" : "(loss.csv ms, the first left out)",
-      gpu_flops / 1e9);
+      update.seconds * 1e3, gpu_flops / 1e9);
   if (run.empty())
     std::printf("  beside it: one core's %s FMA peak %.1f GFLOP/s\n", peak.isa.c_str(), peak.gflops);
   else
@@ -226,11 +238,13 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
                 (2 * ring.alpha + bytes / ring.beta) * 1e6);
   std::printf("  fit time = 2·α + bytes/β: β %.2f GB/s, α %.2f µs per message\n", ring.beta / 1e9, ring.alpha * 1e6);
   nlohmann::json j = {{"gpu_flops", gpu_flops},
+                      {"update_s_per_param", update_per_param},
                       {"bytes_per_s", ring.beta},
                       {"latency_s", ring.alpha},
                       {"how",
                        {{"run", rate.from},
                         {"step_seconds", rate.step_seconds},
+                        {"update_seconds", update.seconds},
                         {"formula_flops_per_step", rate.formula_flops},
                         {"counted_flops_per_step", rate.counted_flops},
                         {"fma_peak_flops", peak.gflops * 1e9},

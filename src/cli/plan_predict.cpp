@@ -70,6 +70,7 @@ nlohmann::json to_json(const PredictFlags& v, const StepRates& rates, const Layo
   j["rates"] = {{"gpu_flops", rates.gpu_flops},
                 {"bytes_per_s", rates.intra_bytes_per_s},
                 {"latency_s", rates.latency_s},
+                {"update_s_per_param", rates.update_s_per_param},
                 {"from", v.rates.empty() ? "the chapter's defaults" : v.rates}};
   j["step_seconds"] = p.step_seconds;
   j["ranks"] = nlohmann::json::array();
@@ -77,11 +78,13 @@ nlohmann::json to_json(const PredictFlags& v, const StepRates& rates, const Layo
     nlohmann::json k = {{"rank", r.rank},
                         {"coords", {{"dp", r.dp}, {"tp", r.tp}, {"pp", r.pp}, {"cp", r.cp}, {"ep", r.ep}}},
                         {"params", r.params},
+                        {"updated_params", r.updated_params},
                         {"model_states", r.model_states},
                         {"bytes_per_step", {{"tp", r.tp_bytes}, {"pp", r.pp_bytes}, {"cp", r.cp_bytes}}},
                         {"flops", r.flops},
                         {"seconds",
                          {{"compute", r.compute},
+                          {"update", r.update_s},
                           {"dp", r.dp_s},
                           {"tp", r.tp_s},
                           {"pp", r.pp_s},
@@ -106,9 +109,9 @@ void print(std::ostream& out, const PredictFlags& v, const StepRates& rates, con
   out << "prediction for " << p.world << " ranks, " << p.accum << " micro-batch(es) of " << v.s.micro_batch
       << " per step; rates " << (v.rates.empty() ? "the chapter's defaults" : "from " + v.rates) << ": "
       << rates.gpu_flops / 1e9 << " GFLOP/s per rank, β " << rates.intra_bytes_per_s / 1e9 << " GB/s, α "
-      << rates.latency_s * 1e6 << " µs\n";
+      << rates.latency_s * 1e6 << " µs, update " << rates.update_s_per_param * 1e9 << " ns per parameter\n";
   out << "rank  dp tp pp cp ep   model states B   activation peak B   bytes/step dp / tp / pp / cp / ep        "
-         "step ms (compute + comm + bubble)\n";
+         "step ms (compute + update + comm + bubble)\n";
   bool even = false;
   for (const RankPrediction& r : p.ranks) {
     std::ostringstream bytes;
@@ -121,7 +124,7 @@ void print(std::ostream& out, const PredictFlags& v, const StepRates& rates, con
     out << std::setw(4) << r.rank << "  " << r.dp << "  " << r.tp << "  " << r.pp << "  " << r.cp << "  " << r.ep
         << std::setw(17) << r.model_states << std::setw(20) << act << "   " << std::left << std::setw(37) << bytes.str()
         << std::right << std::fixed << std::setprecision(2) << std::setw(8) << r.step() * 1e3 << " (" << r.compute * 1e3
-        << " + " << (r.dp_s + r.tp_s + r.pp_s + r.cp_s + r.ep_s) * 1e3 << " + " << r.bubble * 1e3 << ")\n"
+        << " + " << r.update_s * 1e3 << " + " << (r.dp_s + r.tp_s + r.pp_s + r.cp_s + r.ep_s) * 1e3 << " + " << r.bubble * 1e3 << ")\n"
         << std::defaultfloat;
   }
   if (even)

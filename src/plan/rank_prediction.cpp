@@ -141,7 +141,22 @@ LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates) {
   sl.dp = c.grid_dp, sl.tp = s.tp, sl.pp = s.pp, sl.cp = s.cp, sl.ep = s.ep, sl.zero = s.zero;
   sl.micro_batch = s.micro_batch, sl.micro_batches = c.layout.accum, sl.recompute = s.recompute;
   sl.attention = s.attention;
-  const double flops = step_flops_per_gpu(m, sl, s.global_batch).total();  // with experts: k MLPs and the router
+  // Every stage's share: the blocks' FLOPs by its blocks, the head's (6·h·V per token, vocabulary-parallel over tp,
+  // never recomputed) on the last stage alone. Ideal 1F1B runs at the slowest stage's pace (C20).
+  SearchLayout whole = sl;
+  whole.pp = 1;
+  const double all_flops = step_flops_per_gpu(m, whole, s.global_batch).total();  // with experts: k MLPs, the router
+  const double head_flops = 6.0 * double(s.hidden * s.vocab) * double(s.global_batch * s.seq) /
+                            double(c.grid_dp * s.ep * s.tp * s.cp);
+  const PipelinePartition part = partition_layers(int(s.layers), int(s.pp), 1, {});
+  auto stage_flops = [&](int stage) {
+    return (all_flops - head_flops) * double(part.blocks_of(stage)) / double(s.layers) +
+           (stage == int(s.pp) - 1 ? head_flops : 0.0);
+  };
+  double slowest = 0;
+  for (int stage = 0; stage < int(s.pp); ++stage) slowest = std::max(slowest, stage_flops(stage) / rates.gpu_flops);
+  const double pipeline = c.pp > 1 ? 1 / (1 - bubble_formula(ScheduleKind::one_f_one_b, c.pp, int(c.layout.accum), 1))
+                                   : 1.0;  // (m + p − 1)/m
   const double beta = rates.intra_bytes_per_s, alpha = rates.latency_s;
 
   for (u64 k = 0; k < s.world; ++k) {
@@ -228,17 +243,16 @@ LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates) {
       const CpStepBytes b = cp_step_bytes(cs);
       r.cp_bytes = b.total(), r.cp_messages = double(b.messages);
     }
-    r.flops = flops;
-    r.compute = flops / rates.gpu_flops;
+    r.flops = stage_flops(at.pp);
+    r.compute = r.flops / rates.gpu_flops;
+    r.updated_params = c.layout.strategy == Strategy::dp ? r.params : shard_layout(c.layout, r.params).shard();
+    r.update_s = double(r.updated_params) * rates.update_s_per_param;
     r.dp_s = double(r.dp_bytes) / beta + r.dp_messages * alpha;
     r.tp_s = double(r.tp_bytes) / beta + r.tp_messages * alpha;
     r.pp_s = double(r.pp_bytes) / beta + r.pp_messages * alpha;
     r.cp_s = double(r.cp_bytes) / beta + r.cp_messages * alpha;
     r.ep_s = double(r.ep_grad_bytes + r.ep_all_to_all_bytes) / beta + r.ep_messages * alpha;
-    if (c.pp > 1) {
-      const double idle = bubble_formula(ScheduleKind::one_f_one_b, c.pp, int(c.layout.accum), 1);
-      r.bubble = r.compute * idle / (1 - idle);
-    }
+    r.bubble = slowest * pipeline - r.compute;  // filling, draining, and waiting for a slower stage
     out.step_seconds = std::max(out.step_seconds, r.step());
     out.ranks.push_back(r);
   }

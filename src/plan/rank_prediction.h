@@ -23,9 +23,13 @@
 //            gpu_flops (a calibration: the trainer's own effective rate on one rank, elementwise work included)
 //   comm     per axis, bytes sent ÷ β + messages × α (β, α: intra-node; one host); ep's all-to-alls at the even
 //            load, (e − 1) messages per call
-//   bubble   1F1B's (p − 1)/m × compute
+//            of its own stage: the blocks' share by its blocks, the head's 6·h·V per token on the last stage alone
+//   update   the parameters it updates (its Ψ under DP, its shard under ZeRO) × update_s_per_param (a calibration:
+//            the trainer's zero, fold, norm and AdamW per parameter)
+//   bubble   1F1B at the slowest stage's pace, (m + p − 1)/m × that stage's compute, less this rank's own compute:
+//            filling, draining, and waiting for a slower stage (C20)
 // The step is the slowest rank's. Left out: smaller GEMMs running slower than the calibrated ones, ranks sharing a
-// core (more ranks than cores: the time is not a prediction of anything then), the optimizer's elementwise update.
+// core (more ranks than cores: the time is not a prediction of anything then), MoE routing's own work.
 #pragma once
 
 #include <cstdint>
@@ -66,9 +70,10 @@ struct RankPrediction {
   std::uint64_t ep_all_to_all_bytes = 0;
   double dp_messages = 0, tp_messages = 0, pp_messages = 0, cp_messages = 0, ep_messages = 0;
   double flops = 0;                                                      // per step (formula)
+  std::uint64_t updated_params = 0;                                      // what its optimizer step updates
   double compute = 0, dp_s = 0, tp_s = 0, pp_s = 0, cp_s = 0, ep_s = 0;  // seconds (dp_s… exposed communication)
-  double bubble = 0;
-  double step() const { return compute + dp_s + tp_s + pp_s + cp_s + ep_s + bubble; }
+  double update_s = 0, bubble = 0;
+  double step() const { return compute + update_s + dp_s + tp_s + pp_s + cp_s + ep_s + bubble; }
 };
 
 struct LayoutPrediction {

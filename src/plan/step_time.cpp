@@ -86,6 +86,11 @@ double ring_seconds(bool all_reduce, u64 n, double bytes, double beta, double al
   return alpha + phases * (N - 1) / N * bytes / beta;
 }
 
+double updated_params_per_gpu(const SearchLayout& l, const SearchMemory& mem) {
+  const u64 group = l.dp * l.cp;
+  return double(l.strategy() == Strategy::dp ? mem.psi_slice : (mem.psi_slice + group - 1) / group);
+}
+
 bool inside_node(u64 span, u64 ranks_per_node, u64 gpus) { return span <= std::min(ranks_per_node, gpus); }
 
 StepTime step_time(const SearchModel& m, const SearchLayout& l, u64 global_batch, const StepRates& r) {
@@ -121,7 +126,9 @@ StepTime step_time(const SearchModel& m, const SearchLayout& l, u64 global_batch
   if (const EpStepTime e = ep_step_time(m, l, r); e.messages) {  // C25: the all-to-alls, exposed
     t.ep = e.seconds, t.ep_bytes = e.bytes, t.ep_inter = e.inter;
   }
-  const std::vector<CommPhase> phases = gradient_phases(m, l, search_memory(m, l), K);
+  const SearchMemory mem = search_memory(m, l);
+  t.update = updated_params_per_gpu(l, mem) * r.update_s_per_param;
+  const std::vector<CommPhase> phases = gradient_phases(m, l, mem, K);
   if (!phases.empty()) {
     t.dp_inter = !inside_node(l.tp * l.cp * l.ep * l.dp, K, N);
     // Forward-side phases (parameter all-gathers) and backward-side ones (gradients, ZeRO-3's backward gathers).

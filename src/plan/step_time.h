@@ -33,6 +33,10 @@
 //   ep        per MoE block and micro-batch the counts, dispatch and combine all-to-alls forward, dispatch and
 //             combine backward at an even load (plan/search_experts.h, plan/ep_bytes.h), all exposed.
 //   bubble    1F1B's idle time over the ideal, (p−1)/m × compute (parallel/schedule.h's bubble_formula, C20).
+//   update    the optimizer's elementwise step over the parameters a GPU updates: its whole slice under DP, its
+//             1/(dp·cp) shard under ZeRO (C11–C13 divide this time too) × seconds per parameter; after the last
+//             gradient, so exposed. The default streams AdamW's ≈ 30 B per parameter (read the bf16 gradient, the
+//             fp32 master, m and v; write master, m, v and the bf16 copy) at an A100's 2 TB/s HBM: 15 ps.
 // Left out: memory bandwidth (flash's real speed-up is fewer HBM reads, which a FLOP count cannot see), kernel
 // efficiency beyond the one rate, stragglers, and congestion between axes sharing a link.
 #pragma once
@@ -51,6 +55,7 @@ struct StepRates {
   double latency_s = 10e-6;          // α per message
   std::uint64_t ranks_per_node = 8;  // K
   double bucket_bytes = 25e6;        // DP's gradient bucket (the last one is exposed)
+  double update_s_per_param = 15e-12;  // the optimizer step per parameter updated (30 B at 2 TB/s)
 };
 
 // FLOPs of one GPU's share of a step.
@@ -68,14 +73,17 @@ double ring_seconds(bool all_reduce, std::uint64_t n, double bytes, double beta,
 // Does a group spanning `span` consecutive GPUs stay inside one node of K (N GPUs in all)?
 bool inside_node(std::uint64_t span, std::uint64_t ranks_per_node, std::uint64_t gpus);
 
+// Parameters one GPU's optimizer step updates: its slice (DP) or its shard of it over dp·cp (ZeRO).
+double updated_params_per_gpu(const SearchLayout& l, const SearchMemory& mem);
+
 struct StepTime {
-  double compute = 0, dp = 0, tp = 0, pp = 0, cp = 0, ep = 0, bubble = 0;       // seconds; comm terms exposed
+  double compute = 0, dp = 0, tp = 0, pp = 0, cp = 0, ep = 0, bubble = 0, update = 0;  // seconds; comm exposed
   double flops = 0;                                                             // per GPU
   double dp_bytes = 0, tp_bytes = 0, pp_bytes = 0, cp_bytes = 0, ep_bytes = 0;  // sent per GPU per step
   double dp_total = 0;  // dp communication before overlap, seconds
   bool dp_inter = false, pp_inter = false, cp_inter = false, tp_inter = false, ep_inter = false;
   double comm() const { return dp + tp + pp + cp + ep; }
-  double step() const { return compute + comm() + bubble; }
+  double step() const { return compute + comm() + bubble + update; }
 };
 StepTime step_time(const SearchModel& m, const SearchLayout& l, std::uint64_t global_batch, const StepRates& rates);
 

@@ -54,6 +54,7 @@ std::vector<std::string> row_cells(const SearchRequest& q, const Units& u, const
           u.m(double(r.memory.activations)),
           u.m(double(r.memory.total())),
           u.t(t.compute),
+          u.t(t.update),
           u.t(t.dp),
           u.t(t.tp),
           u.t(t.pp),
@@ -93,6 +94,7 @@ nlohmann::json row_json(const SearchRequest& q, const SearchRow& r, u64 rank) {
             {"total", r.memory.total()}}},
           {"seconds",
            {{"compute", t.compute},
+            {"update", t.update},
             {"dp", t.dp},
             {"dp_before_overlap", t.dp_total},
             {"tp", t.tp},
@@ -121,7 +123,7 @@ bool SearchRequest::is_default(const std::string& flag) const {
 std::string why_best_differs(const SearchRow& best, const SearchRow& rule) {
   if (best.layout == rule.layout) return "the rule of thumb is the fastest layout that fits";
   const StepTime &b = best.time, &r = rule.time;
-  const std::pair<const char*, double> saved[] = {{"compute", r.compute - b.compute}, {"dp communication", r.dp - b.dp},
+  const std::pair<const char*, double> saved[] = {{"compute", r.compute - b.compute}, {"the optimizer update", r.update - b.update}, {"dp communication", r.dp - b.dp},
                                                   {"tp communication", r.tp - b.tp},  {"pp communication", r.pp - b.pp},
                                                   {"cp communication", r.cp - b.cp},  {"ep communication", r.ep - b.ep},
                                                   {"the bubble", r.bubble - b.bubble}};
@@ -157,9 +159,11 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
       << marked(q, "--inter-gbps", shortest(k.inter_bytes_per_s / 1e9) + " GB/s inter-node") << ", "
       << marked(q, "--latency-us", "α = " + shortest(k.latency_s * 1e6) + " µs per message") << ", "
       << marked(q, "--ranks-per-node", "K = " + std::to_string(k.ranks_per_node) + " GPUs per node") << ", DP bucket "
-      << shortest(k.bucket_bytes / 1e6) << " MB\n"
+      << shortest(k.bucket_bytes / 1e6) << " MB, update " << shortest(k.update_s_per_param * 1e12)
+      << " ps per parameter\n"
       << (q.rates_file.empty() ? "        (defaults: 312 TFLOPS = A100 bf16 dense peak, our choice; 300 / 25 GB/s and "
-                                 "8-GPU nodes the chapter's; α our choice)\n"
+                                 "8-GPU nodes the chapter's; α our choice; the update AdamW's 30 B per parameter\n"
+                                 "        at an A100's 2 TB/s HBM)\n"
                                : "        (measured on this machine by plan --calibrate: " + q.rates_file + ")\n")
       << "placement: tp innermost, then cp, ep, dp, pp outermost; a group inside one node uses the intra-node link\n"
       << "overlap: dp gradients hide behind backward, parameter all-gathers behind forward, except the last bucket;\n"
@@ -167,7 +171,8 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
       << (m.experts
               ? ", ep (4 all-to-alls + the counts per MoE layer and micro-batch, + 3 with full recompute; even load)"
               : "")
-      << " exposed; pp only while 1F1B fills and drains; bubble = (p−1)/m × compute (C20)\n"
+      << " exposed; pp only while 1F1B fills and drains; bubble = (p−1)/m × compute (C20);\n"
+      << "         the update (its slice under DP, its shard under ZeRO) after the last gradient: exposed\n"
       << (m.experts ? "         dp: dense gradients over dp·ep, the experts' over dp (ZeRO: shards over dp, then the "
                       "dense shard all-reduced over ep)\n"
                     : "")
@@ -195,6 +200,7 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
                                            "act " + u.mem,
                                            "mem " + u.mem,
                                            "compute",
+                                           "update",
                                            "dp",
                                            "tp",
                                            "pp",
@@ -253,6 +259,7 @@ nlohmann::json search_json(const SearchRequest& q, const SearchResult& r) {
                         {"latency_s", q.rates.latency_s},
                         {"ranks_per_node", q.rates.ranks_per_node},
                         {"bucket_bytes", q.rates.bucket_bytes},
+                        {"update_s_per_param", q.rates.update_s_per_param},
                         {"from", q.rates_file.empty() ? "defaults and flags" : q.rates_file}}},
                       {"counts",
                        {{"enumerated", r.counts.enumerated},

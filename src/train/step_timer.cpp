@@ -49,7 +49,29 @@ StepTiming time_steps(const TrainConfig& cfg) {
   return {seconds_since(t0), ledger.model_state_bytes()};
 }
 
+template <class T>
+UpdateTiming time_updates(const TrainConfig& cfg, int reps) {
+  MemoryLedger ledger;
+  ParamLayout layout(cfg.model);
+  ModelStates<T> states(cfg.recipe, cfg.optimizer, layout, ledger);
+  states.init_weights(cfg.model, cfg.run.seed);
+  auto update = [&](int s) {
+    states.zero_grads();
+    states.end_micro_batch();
+    states.grad_norm();
+    states.optimizer_step(s, 1e-4, 1.0);
+  };
+  update(1);  // warm-up: page in every buffer
+  auto t0 = std::chrono::steady_clock::now();
+  for (int s = 2; s < 2 + reps; ++s) update(s);
+  return {seconds_since(t0) / reps, states.size()};
+}
+
 }  // namespace
+
+UpdateTiming time_update_steps(const TrainConfig& cfg, int reps) {
+  return cfg.recipe.f64() ? time_updates<double>(cfg, reps) : time_updates<float>(cfg, reps);
+}
 
 StepTiming time_training_steps(const TrainConfig& cfg) {
   return cfg.recipe.f64() ? time_steps<double>(cfg) : time_steps<float>(cfg);

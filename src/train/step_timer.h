@@ -18,4 +18,12 @@ struct StepTiming {
 // cfg: a validated one-rank configuration; cfg.micro_batch samples per step.
 StepTiming time_training_steps(const TrainConfig& cfg);
 
+// The step's work per parameter on its own — zero the gradients, fold them, their norm, AdamW — `reps` times after
+// one warm-up, on the model states of cfg's model: seconds per step, and the parameters it updated.
+struct UpdateTiming {
+  double seconds = 0;  // per step
+  std::size_t params = 0;
+};
+UpdateTiming time_update_steps(const TrainConfig& cfg, int reps);
+
 }  // namespace shardlab

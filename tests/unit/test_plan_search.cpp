@@ -133,7 +133,11 @@ TEST_CASE("search: the time model's pieces", "[plan][search]") {
   CHECK(t.dp_inter);  // the dp group spans tp·dp = 16 GPUs: two nodes
   CHECK(t.cp == 0);
   CHECK(t.ep == 0);
-  CHECK(t.step() == Approx(t.compute + t.dp + t.tp + t.pp + t.cp + t.ep + t.bubble));
+  CHECK(t.update == Approx(7e9 / 32 * 15e-12));  // DP: its whole tp·pp slice, at the default 15 ps per parameter
+  CHECK(t.step() == Approx(t.compute + t.update + t.dp + t.tp + t.pp + t.cp + t.ep + t.bubble));
+  SearchLayout zero1 = l;  // ZeRO: its 1/dp shard of the slice
+  zero1.zero = 1;
+  CHECK(step_time(m, zero1, 1024, r).update == Approx(7e9 / 32 / 2 * 15e-12));
 
   // DP's all-reduce of Ψ/(T·P) bf16 gradients over 2 ranks: 2·(1/2)·Ψ_slice·2 bytes; it hides behind the last
   // micro-batch's backward except the last 25 MB bucket.
@@ -231,7 +235,7 @@ TEST_CASE("search: a MoE layout's memory, ep and dp terms by hand (C25)", "[plan
   CHECK(t.ep_bytes == Approx(ep_bytes));
   CHECK(t.ep == Approx(double(L * l.micro_batches * 5) * 3e-6 + ep_bytes / 2e9));
   CHECK(!t.ep_inter);
-  CHECK(t.step() == Approx(t.compute + t.dp + t.tp + t.pp + t.cp + t.ep + t.bubble));
+  CHECK(t.step() == Approx(t.compute + t.update + t.dp + t.tp + t.pp + t.cp + t.ep + t.bubble));
   // Full recompute repeats the forward's three calls.
   const StepTime tf = step_time(m, full, 16, r);
   CHECK(tf.ep == Approx(double(L * 2 * 8) * 3e-6 + double(L * 2) * (6 * a2a + 2 * counts) / 2e9));

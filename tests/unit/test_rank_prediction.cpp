@@ -76,16 +76,41 @@ TEST_CASE("predict: pipeline stages share the model, tp halves the blocks' matri
 
 TEST_CASE("predict: the step is the sum of its terms at the given rates", "[rank_prediction]") {
   StepRates r;
-  r.gpu_flops = 1e10, r.intra_bytes_per_s = 1e9, r.latency_s = 1e-6;
+  r.gpu_flops = 1e10, r.intra_bytes_per_s = 1e9, r.latency_s = 1e-6, r.update_s_per_param = 2e-9;
   PredictSpec s = spec(2);
   s.pp = 2;
   const LayoutPrediction p = predict_layout(s, r);
+  REQUIRE(p.ranks.size() == 2);
+  // Per token: a block 6·12h² + 12·s·h, the head 6·h·V on the last stage alone; 8 · 32 tokens, 2 blocks a stage.
+  const double tokens = 8 * 32, block = 6.0 * 12 * 64 * 64 + 12.0 * 32 * 64, head = 6.0 * 64 * 256;
+  const RankPrediction &first = p.ranks[0], &last = p.ranks[1];
+  CHECK(first.flops == Approx(tokens * 2 * block));
+  CHECK(last.flops == Approx(tokens * (2 * block + head)));
   for (const RankPrediction& k : p.ranks) {
     CHECK(k.compute == Approx(k.flops / 1e10));
+    CHECK(k.updated_params == k.params);  // DP: every parameter of its stage
+    CHECK(k.update_s == Approx(double(k.params) * 2e-9));
     CHECK(k.pp_s == Approx(double(k.pp_bytes) / 1e9 + k.pp_messages * 1e-6));
-    CHECK(k.bubble == Approx(k.compute * 1.0 / 4));  // 1F1B: (p − 1)/m with m = 4
-    CHECK(k.step() == Approx(k.compute + k.dp_s + k.tp_s + k.pp_s + k.cp_s + k.ep_s + k.bubble));
+    // 1F1B at the slowest stage's pace, (m + p − 1)/m with m = 4: the last stage's compute × 5/4, less its own.
+    CHECK(k.compute + k.bubble == Approx(last.compute * 5 / 4));
+    CHECK(k.step() == Approx(k.compute + k.update_s + k.dp_s + k.tp_s + k.pp_s + k.cp_s + k.ep_s + k.bubble));
     CHECK(p.step_seconds >= k.step());
+  }
+  CHECK(first.bubble > last.bubble);  // the first stage also waits for the head's stage
+}
+
+TEST_CASE("predict: ZeRO divides the optimizer update, DP does not", "[rank_prediction]") {
+  StepRates r;
+  r.update_s_per_param = 1e-9;
+  PredictSpec s = spec(2);
+  const u64 all = psi(4, 64, 256, 32);
+  for (int zero : {0, 1, 2, 3}) {
+    s.zero = zero;
+    const LayoutPrediction p = predict_layout(s, r);
+    for (const RankPrediction& k : p.ranks) {
+      CHECK(k.updated_params == (zero == 0 ? all : (all + 1) / 2));
+      CHECK(k.update_s == Approx(double(k.updated_params) * 1e-9));
+    }
   }
 }
 
