@@ -42,7 +42,7 @@ report() {  # prints every finished suite's log once
   done
 }
 # Longest first (so that no long suite starts last and runs alone at the end), then the rest by name.
-longest="labs_others labs_ring nothing_lost_again hostile_inputs parallel_hostile pipeline parallel context_parallel"
+longest="labs_parallel labs_kernels labs_ring nothing_lost_again hostile_inputs parallel_hostile pipeline parallel context_parallel"
 for name in $longest $(ls tests/cli/*.sh | xargs -n1 basename | sed 's/\.sh$//') $quiet; do
   case "$name" in lib*) continue ;; esac  # sourced helpers, not suites
   [ -e "tests/cli/$name.sh" ] || [ -d "lessons/$name" ] || continue

@@ -8,6 +8,10 @@
 //                (core/fma_peak.h) are printed beside it. Without --run, rank 0 times the trainer's own step in-process
 //                instead (train/step_timer.h, `bench`'s: one micro-batch of random tokens per step, forward, backward,
 //                AdamW; --steps after one warm-up) for the model of the model flags, at the same formula's FLOPs.
+//   busy cores   every layout here keeps both cores busy, and two busy cores share caches and memory: the model's
+//                step timed in-process (5 steps) by rank 0 alone, then by both ranks at once under naive and under
+//                flash attention; the measured rate × (both at once ÷ alone) is gpu_flops (naive attention) and
+//                gpu_flops_flash.
 //   update       seconds per parameter of the step's per-parameter work (zero and fold the gradients, their norm,
 //                AdamW; train/step_timer.h's time_update_steps, 20 times on the model's own states, rank 0): ZeRO
 //                divides it among the ranks, DP does not. It is taken out of the step before the FLOP rate above
@@ -62,8 +66,20 @@ struct RunRate {
   std::string from;   // the run directory, or what was timed in-process
 };
 
-// No run: the trainer's own step of cfg's model on this rank, one micro-batch per step. Throws one sentence on a
-// configuration the trainer or the prediction refuses.
+// The planner's FLOPs of one step of cfg's model on one rank, one micro-batch per step (cfg.micro_batch).
+double formula_flops(const TrainConfig& cfg) {
+  const GPTConfig& m = cfg.model;
+  plan::PredictSpec s;
+  s.layers = u64(m.layers), s.hidden = u64(m.hidden), s.heads = u64(m.heads), s.seq = u64(m.seq);
+  s.vocab = u64(m.vocab), s.micro_batch = s.global_batch = u64(cfg.micro_batch), s.world = 1;
+  s.f64 = cfg.recipe.f64(), s.recompute = cfg.recompute, s.attention = cfg.attention;
+  plan::StepRates unit;
+  unit.gpu_flops = unit.gpu_flops_flash = 1;
+  return plan::predict_layout(s, unit).ranks.at(0).flops;
+}
+
+// No run: the trainer's own step of cfg's model, one micro-batch per step, to be timed in-process. Throws one
+// sentence on a configuration the trainer or the prediction refuses.
 RunRate timed_rate(TrainConfig cfg) {
   cfg.global_batch = cfg.micro_batch;
   if (std::string err = validate_train_config(cfg); !err.empty()) throw std::runtime_error(err);
@@ -71,17 +87,10 @@ RunRate timed_rate(TrainConfig cfg) {
     throw std::runtime_error("the in-process timing takes a dense model in f32 or f64 (no --mixed, no experts)");
   if (std::string err = check_memory(cfg, 1, 0); !err.empty()) throw std::runtime_error(err);
   const GPTConfig& m = cfg.model;
-  plan::PredictSpec s;
-  s.layers = u64(m.layers), s.hidden = u64(m.hidden), s.heads = u64(m.heads), s.seq = u64(m.seq);
-  s.vocab = u64(m.vocab), s.micro_batch = s.global_batch = u64(cfg.micro_batch), s.world = 1;
-  s.f64 = cfg.recipe.f64(), s.recompute = cfg.recompute, s.attention = cfg.attention;
-  plan::StepRates unit;
-  unit.gpu_flops = 1;
   RunRate r;
   r.model = cfg;
   r.steps = u64(cfg.run.steps);
-  r.formula_flops = plan::predict_layout(s, unit).ranks.at(0).flops;
-  r.step_seconds = time_training_steps(cfg).seconds / double(cfg.run.steps);
+  r.formula_flops = formula_flops(cfg);  // the step is timed later, by rank 0 alone
   r.from = "timed in-process, L" + std::to_string(m.layers) + " H" + std::to_string(m.hidden) + " A" +
            std::to_string(m.heads) + " S" + std::to_string(m.seq) + " B" + std::to_string(cfg.micro_batch);
   return r;
@@ -102,8 +111,11 @@ RunRate run_rate(const std::string& dir) {
   s.global_batch = accum * s.micro_batch;
   RunRate r;
   GPTConfig& g = r.model.model;
-  g.layers = int(s.layers), g.hidden = int(s.hidden), g.heads = int(s.heads), g.seq = int(s.seq), g.vocab = int(s.vocab);
+  g.layers = int(s.layers), g.hidden = int(s.hidden), g.heads = int(s.heads), g.seq = int(s.seq),
+  g.vocab = int(s.vocab);
   r.model.recipe.dtype = s.f64 ? Dtype::f64 : Dtype::f32;
+  r.model.micro_batch = r.model.global_batch = int(s.micro_batch);
+  r.model.attention = s.attention, r.model.recompute = s.recompute;
   r.steps = j.at("layout").at("steps");
   plan::StepRates unit;
   unit.gpu_flops = 1;
@@ -194,8 +206,8 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
       if (name != "--calibrate" && name != "--run" && name != "--out")
         problem = "--run takes the model from the run: drop " + name;
     }
-  RunRate rate;
-  if (problem.empty() && rt.is_root()) {
+  RunRate rate;  // on every rank: the other rank times the same model beside rank 0
+  if (problem.empty()) {
     try {
       rate = run.empty() ? timed_rate(cfg) : run_rate(run);
     } catch (const std::exception& e) {
@@ -210,21 +222,51 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
   CommLedger ledger;
   Communicator world = Communicator::world(&ledger, nullptr, {});
   const RingFit ring = fit_ring(world);
+  // The update, both ranks at once (as every rank of a layout does it): seconds per parameter.
+  world.barrier();
+  const UpdateTiming update = time_update_steps(rate.model, 20);
+  // In-process steps of the model: rank 0 alone (the other core idle, as in the 1-rank run), then both ranks at once
+  // under each attention kernel. Two busy cores share caches and memory, and every layout here keeps them both busy.
+  TrainConfig k = rate.model;
+  k.global_batch = k.micro_batch, k.run.steps = 5;
+  auto in_process = [&](AttentionKernel a) {
+    k.attention = a;
+    const double t = time_training_steps(k).seconds / k.run.steps;
+    return formula_flops(k) / std::max(t - update.seconds, 0.5 * t);
+  };
+  world.barrier();
+  double alone = 0;
+  if (rt.is_root()) {
+    if (run.empty()) rate.step_seconds = time_training_steps(rate.model).seconds / double(rate.steps);
+    alone = in_process(rate.model.attention);
+  }
+  world.barrier();
+  const double naive_rate = in_process(AttentionKernel::naive);
+  world.barrier();
+  const double flash_rate = in_process(AttentionKernel::flash);
   if (!rt.is_root()) return 0;
   const bool f64 = rate.model.recipe.f64();
   const FmaPeak peak = measure_fma_peak(f64);
-  const UpdateTiming update = time_update_steps(rate.model, 20);
   const double update_per_param = update.seconds / double(update.params);
   const double fwd_bwd_seconds = std::max(rate.step_seconds - update.seconds, 0.5 * rate.step_seconds);
-  const double gpu_flops = rate.formula_flops / fwd_bwd_seconds;
-  std::printf("update: zero, fold, norm and AdamW of %zu %s parameters: %.3f ms (mean of 20) = %.2f ns per parameter\n",
-              update.params, f64 ? "f64" : "f32", update.seconds * 1e3, update_per_param * 1e9);
+  const double measured_flops = rate.formula_flops / fwd_bwd_seconds;
+  // The measured rate (one rank, the other core idle) carried to both cores busy, per kernel, by the in-process ratio.
+  const double gpu_flops = measured_flops * naive_rate / alone, gpu_flops_flash = measured_flops * flash_rate / alone;
+  std::printf(
+      "update: zero, fold, norm and AdamW of %zu %s parameters, both ranks at once: %.3f ms (mean of 20) = %.2f ns "
+      "per parameter\n",
+      update.params, f64 ? "f64" : "f32", update.seconds * 1e3, update_per_param * 1e9);
   std::printf(
       "compute: %s, 1 rank: %.3g FLOPs per step (planner's formula) in %s %.2f ms over %llu steps %s, less the "
       "update's %.3f ms = %.2f GFLOP/s\n",
       rate.from.c_str(), rate.formula_flops, run.empty() ? "a mean" : "a median", rate.step_seconds * 1e3,
       (unsigned long long)rate.steps, run.empty() ? "(after one warm-up step)" : "(loss.csv ms, the first left out)",
-      update.seconds * 1e3, gpu_flops / 1e9);
+      update.seconds * 1e3, measured_flops / 1e9);
+  std::printf(
+      "both cores busy, in-process on that model: rank 0 alone %.2f GFLOP/s (%s attention), both ranks at once "
+      "naive %.2f, flash %.2f: so %.2f GFLOP/s (naive), %.2f (flash) per rank\n",
+      alone / 1e9, attention_name(rate.model.attention), naive_rate / 1e9, flash_rate / 1e9, gpu_flops / 1e9,
+      gpu_flops_flash / 1e9);
   if (run.empty())
     std::printf("  beside it: one core's %s FMA peak %.1f GFLOP/s\n", peak.isa.c_str(), peak.gflops);
   else
@@ -238,6 +280,7 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
                 (2 * ring.alpha + bytes / ring.beta) * 1e6);
   std::printf("  fit time = 2·α + bytes/β: β %.2f GB/s, α %.2f µs per message\n", ring.beta / 1e9, ring.alpha * 1e6);
   nlohmann::json j = {{"gpu_flops", gpu_flops},
+                      {"gpu_flops_flash", gpu_flops_flash},
                       {"update_s_per_param", update_per_param},
                       {"bytes_per_s", ring.beta},
                       {"latency_s", ring.alpha},

@@ -68,6 +68,7 @@ nlohmann::json to_json(const PredictFlags& v, const StepRates& rates, const Layo
   j["world"] = p.world;
   j["accum"] = p.accum;
   j["rates"] = {{"gpu_flops", rates.gpu_flops},
+                {"gpu_flops_flash", rates.flops_for(AttentionKernel::flash)},
                 {"bytes_per_s", rates.intra_bytes_per_s},
                 {"latency_s", rates.latency_s},
                 {"update_s_per_param", rates.update_s_per_param},
@@ -108,8 +109,9 @@ nlohmann::json to_json(const PredictFlags& v, const StepRates& rates, const Layo
 void print(std::ostream& out, const PredictFlags& v, const StepRates& rates, const LayoutPrediction& p) {
   out << "prediction for " << p.world << " ranks, " << p.accum << " micro-batch(es) of " << v.s.micro_batch
       << " per step; rates " << (v.rates.empty() ? "the chapter's defaults" : "from " + v.rates) << ": "
-      << rates.gpu_flops / 1e9 << " GFLOP/s per rank, β " << rates.intra_bytes_per_s / 1e9 << " GB/s, α "
-      << rates.latency_s * 1e6 << " µs, update " << rates.update_s_per_param * 1e9 << " ns per parameter\n";
+      << rates.gpu_flops / 1e9 << " GFLOP/s per rank (flash attention " << rates.flops_for(AttentionKernel::flash) / 1e9
+      << "), β " << rates.intra_bytes_per_s / 1e9 << " GB/s, α " << rates.latency_s * 1e6 << " µs, update "
+      << rates.update_s_per_param * 1e9 << " ns per parameter\n";
   out << "rank  dp tp pp cp ep   model states B   activation peak B   bytes/step dp / tp / pp / cp / ep        "
          "step ms (compute + update + comm + bubble)\n";
   bool even = false;
@@ -124,7 +126,8 @@ void print(std::ostream& out, const PredictFlags& v, const StepRates& rates, con
     out << std::setw(4) << r.rank << "  " << r.dp << "  " << r.tp << "  " << r.pp << "  " << r.cp << "  " << r.ep
         << std::setw(17) << r.model_states << std::setw(20) << act << "   " << std::left << std::setw(37) << bytes.str()
         << std::right << std::fixed << std::setprecision(2) << std::setw(8) << r.step() * 1e3 << " (" << r.compute * 1e3
-        << " + " << r.update_s * 1e3 << " + " << (r.dp_s + r.tp_s + r.pp_s + r.cp_s + r.ep_s) * 1e3 << " + " << r.bubble * 1e3 << ")\n"
+        << " + " << r.update_s * 1e3 << " + " << (r.dp_s + r.tp_s + r.pp_s + r.cp_s + r.ep_s) * 1e3 << " + "
+        << r.bubble * 1e3 << ")\n"
         << std::defaultfloat;
   }
   if (even)

@@ -146,15 +146,16 @@ LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates) {
   SearchLayout whole = sl;
   whole.pp = 1;
   const double all_flops = step_flops_per_gpu(m, whole, s.global_batch).total();  // with experts: k MLPs, the router
-  const double head_flops = 6.0 * double(s.hidden * s.vocab) * double(s.global_batch * s.seq) /
-                            double(c.grid_dp * s.ep * s.tp * s.cp);
+  const double head_flops =
+      6.0 * double(s.hidden * s.vocab) * double(s.global_batch * s.seq) / double(c.grid_dp * s.ep * s.tp * s.cp);
   const PipelinePartition part = partition_layers(int(s.layers), int(s.pp), 1, {});
   auto stage_flops = [&](int stage) {
     return (all_flops - head_flops) * double(part.blocks_of(stage)) / double(s.layers) +
            (stage == int(s.pp) - 1 ? head_flops : 0.0);
   };
   double slowest = 0;
-  for (int stage = 0; stage < int(s.pp); ++stage) slowest = std::max(slowest, stage_flops(stage) / rates.gpu_flops);
+  const double rate = rates.flops_for(s.attention);
+  for (int stage = 0; stage < int(s.pp); ++stage) slowest = std::max(slowest, stage_flops(stage) / rate);
   const double pipeline = c.pp > 1 ? 1 / (1 - bubble_formula(ScheduleKind::one_f_one_b, c.pp, int(c.layout.accum), 1))
                                    : 1.0;  // (m + p − 1)/m
   const double beta = rates.intra_bytes_per_s, alpha = rates.latency_s;
@@ -244,7 +245,7 @@ LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates) {
       r.cp_bytes = b.total(), r.cp_messages = double(b.messages);
     }
     r.flops = stage_flops(at.pp);
-    r.compute = r.flops / rates.gpu_flops;
+    r.compute = r.flops / rate;
     r.updated_params = c.layout.strategy == Strategy::dp ? r.params : shard_layout(c.layout, r.params).shard();
     r.update_s = double(r.updated_params) * rates.update_s_per_param;
     r.dp_s = double(r.dp_bytes) / beta + r.dp_messages * alpha;

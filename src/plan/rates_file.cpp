@@ -23,14 +23,16 @@ StepRates read_rates_file(const std::string& path) {
     r.latency_s = j.at("latency_s").get<double>();
     // Files written before the update was timed apart: their FLOP rate already includes it.
     r.update_s_per_param = j.value("update_s_per_param", 0.0);
+    r.gpu_flops_flash = j.value("gpu_flops_flash", 0.0);  // 0: flash at gpu_flops
   } catch (const std::exception& e) {
     throw std::invalid_argument("--rates " + path + " is not a rates file of `plan --calibrate` (" + e.what() + ")");
   }
   if (!(r.gpu_flops > 0 && r.intra_bytes_per_s > 0 && r.latency_s >= 0 && r.update_s_per_param >= 0 &&
-        std::isfinite(r.gpu_flops) && std::isfinite(r.intra_bytes_per_s) && std::isfinite(r.latency_s) &&
-        std::isfinite(r.update_s_per_param)))
+        r.gpu_flops_flash >= 0 && std::isfinite(r.gpu_flops) && std::isfinite(r.intra_bytes_per_s) &&
+        std::isfinite(r.latency_s) && std::isfinite(r.update_s_per_param) && std::isfinite(r.gpu_flops_flash)))
     throw std::invalid_argument("--rates " + path +
-                                ": gpu_flops and bytes_per_s must be positive, latency_s and update_s_per_param ≥ 0");
+                                ": gpu_flops and bytes_per_s must be positive; latency_s, update_s_per_param and "
+                                "gpu_flops_flash ≥ 0");
   return r;
 }
 

@@ -99,8 +99,9 @@ StepTime step_time(const SearchModel& m, const SearchLayout& l, u64 global_batch
   auto beta = [&](bool inter) { return inter ? r.inter_bytes_per_s : r.intra_bytes_per_s; };
   const StepFlops f = step_flops_per_gpu(m, l, global_batch);
   t.flops = f.total();
-  t.compute = f.total() / r.gpu_flops;
-  const double forward = f.base / 3 / r.gpu_flops, backward = t.compute - forward;  // recompute runs in backward
+  const double rate = r.flops_for(l.attention);
+  t.compute = f.total() / rate;
+  const double forward = f.base / 3 / rate, backward = t.compute - forward;  // recompute runs in backward
   const double activation_msg = double(l.micro_batch) * double(m.seq / l.cp) * double(m.hidden) * kBf16;
 
   if (l.tp > 1) {  // C18: 4 all-reduces per layer per micro-batch, synchronous

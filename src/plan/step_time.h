@@ -49,13 +49,17 @@ namespace shardlab::plan {
 
 // The machine: what a calibration measures.
 struct StepRates {
-  double gpu_flops = 312e12;         // FLOP/s per GPU (A100 bf16 dense peak)
-  double intra_bytes_per_s = 300e9;  // β inside a node (the chapter's 300 GB/s)
-  double inter_bytes_per_s = 25e9;   // β between nodes (the chapter's 25 GB/s)
-  double latency_s = 10e-6;          // α per message
-  std::uint64_t ranks_per_node = 8;  // K
-  double bucket_bytes = 25e6;        // DP's gradient bucket (the last one is exposed)
+  double gpu_flops = 312e12;           // FLOP/s per GPU (A100 bf16 dense peak)
+  double intra_bytes_per_s = 300e9;    // β inside a node (the chapter's 300 GB/s)
+  double inter_bytes_per_s = 25e9;     // β between nodes (the chapter's 25 GB/s)
+  double latency_s = 10e-6;            // α per message
+  std::uint64_t ranks_per_node = 8;    // K
+  double bucket_bytes = 25e6;          // DP's gradient bucket (the last one is exposed)
   double update_s_per_param = 15e-12;  // the optimizer step per parameter updated (30 B at 2 TB/s)
+  double gpu_flops_flash = 0;          // flash attention's layouts, when calibrated apart (0: gpu_flops)
+  double flops_for(AttentionKernel a) const {
+    return a == AttentionKernel::flash && gpu_flops_flash > 0 ? gpu_flops_flash : gpu_flops;
+  }
 };
 
 // FLOPs of one GPU's share of a step.
@@ -78,8 +82,8 @@ double updated_params_per_gpu(const SearchLayout& l, const SearchMemory& mem);
 
 struct StepTime {
   double compute = 0, dp = 0, tp = 0, pp = 0, cp = 0, ep = 0, bubble = 0, update = 0;  // seconds; comm exposed
-  double flops = 0;                                                             // per GPU
-  double dp_bytes = 0, tp_bytes = 0, pp_bytes = 0, cp_bytes = 0, ep_bytes = 0;  // sent per GPU per step
+  double flops = 0;                                                                    // per GPU
+  double dp_bytes = 0, tp_bytes = 0, pp_bytes = 0, cp_bytes = 0, ep_bytes = 0;         // sent per GPU per step
   double dp_total = 0;  // dp communication before overlap, seconds
   bool dp_inter = false, pp_inter = false, cp_inter = false, tp_inter = false, ep_inter = false;
   double comm() const { return dp + tp + pp + cp + ep; }

@@ -123,10 +123,11 @@ bool SearchRequest::is_default(const std::string& flag) const {
 std::string why_best_differs(const SearchRow& best, const SearchRow& rule) {
   if (best.layout == rule.layout) return "the rule of thumb is the fastest layout that fits";
   const StepTime &b = best.time, &r = rule.time;
-  const std::pair<const char*, double> saved[] = {{"compute", r.compute - b.compute}, {"the optimizer update", r.update - b.update}, {"dp communication", r.dp - b.dp},
-                                                  {"tp communication", r.tp - b.tp},  {"pp communication", r.pp - b.pp},
-                                                  {"cp communication", r.cp - b.cp},  {"ep communication", r.ep - b.ep},
-                                                  {"the bubble", r.bubble - b.bubble}};
+  const std::pair<const char*, double> saved[] = {
+      {"compute", r.compute - b.compute}, {"the optimizer update", r.update - b.update},
+      {"dp communication", r.dp - b.dp},  {"tp communication", r.tp - b.tp},
+      {"pp communication", r.pp - b.pp},  {"cp communication", r.cp - b.cp},
+      {"ep communication", r.ep - b.ep},  {"the bubble", r.bubble - b.bubble}};
   const auto* most = std::max_element(std::begin(saved), std::end(saved),
                                       [](const auto& x, const auto& y) { return x.second < y.second; });
   const auto* paid = std::min_element(std::begin(saved), std::end(saved),

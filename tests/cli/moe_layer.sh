@@ -6,7 +6,7 @@
 # rows go to the same experts at e = 1, 2, 4: groups are per sample) and the all-to-alls' bytes in the comm ledger are
 # 2 · rows to other ranks' experts · C · 8 B, counted here from that table; --rtol 0 fails on the 1e-16 between one
 # process and the plain loop (so the verdicts can fail) and names the first elements; bad flags are one line from
-# rank 0, exit 2. A wrong dispatch or combine is caught by lab 15's controls (tests/cli/labs_others.sh).
+# rank 0, exit 2. A wrong dispatch or combine is caught by lab 15's controls (tests/cli/labs_kernels.sh).
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 if ! command -v mpirun >/dev/null 2>&1; then echo "FAIL - mpirun exists (no OpenMPI: make deps installs it)"; exit 1; fi

@@ -5,7 +5,7 @@
 # (rank r holds rank r − s's block at step s); the FLOP counter's work per rank is equal under zigzag and grows
 # ~(2c−1)× from the first to the last rank under contiguous; --rtol 0 fails on the reorder noise (so the verdicts
 # can fail) and names each rank's first element; bad flags are one line from rank 0, exit 2.
-# A wrong merge is caught by lab 14's controls (tests/cli/labs_others.sh).
+# A wrong merge is caught by lab 14's controls (tests/cli/labs_kernels.sh).
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 if ! command -v mpirun >/dev/null 2>&1; then echo "FAIL - mpirun exists (no OpenMPI: make deps installs it)"; exit 1; fi
