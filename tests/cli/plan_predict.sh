@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `shardlab plan --predict` and `plan --calibrate` (plan/rank_prediction.h; claims C29, C30), against real runs:
-#  (1) calibration: a 1-rank run, then `plan --calibrate` under 2 ranks: the rates file holds a FLOP rate above 1% of
-#      this core's FMA peak and not above it, a finite β > 0 and α ≥ 0; the same without a run (rank 0 times the
-#      trainer's step in-process);
+#  (1) calibration: a 1-rank run, then `plan --calibrate` under 2 ranks: the rates file holds FLOP rates (naive and
+#      flash attention) above 1% of this core's FMA peak and not above it, a finite β > 0 and α ≥ 0, and the update's
+#      seconds per parameter: > 0 and below the run's whole step per parameter; the same without a run (rank 0
+#      times the trainer's step in-process); the prediction under DP prices the whole update on each rank, under
+#      ZeRO-1 half of it;
 #  (2) 13 layouts of the small GPT (scripts/predict_table.py: single, dp 2, ZeRO-1/2/3, tp 2, pp 2, cp 2, ep 2,
 #      ep 2 + ZeRO-1, dp 2 × tp 2, tp 2 × pp 2, dp 2 × pp 2 × tp 2): on every rank the predicted model states,
 #      activation peak and bytes per step on dp, tp, pp and cp (and ep's dense-shard all-reduce under ZeRO) equal the
@@ -32,20 +34,47 @@ import json, math, sys
 r = json.load(open(sys.argv[1]))
 f, peak, b, a = r["gpu_flops"], r["how"]["fma_peak_flops"], r["bytes_per_s"], r["latency_s"]
 bad = []
-if not (math.isfinite(f) and 0.01 * peak < f <= peak): bad.append("FLOP rate %g not in (1%%, 100%%] of the FMA peak %g" % (f, peak))
+for name in ("gpu_flops", "gpu_flops_flash"):
+    if not (math.isfinite(r[name]) and 0.01 * peak < r[name] <= peak):
+        bad.append("%s %g not in (1%%, 100%%] of the FMA peak %g" % (name, r[name], peak))
+u, step = r["update_s_per_param"], r["how"]["step_seconds"]
+if not (math.isfinite(u) and 0 < u and r["how"]["update_seconds"] < step):
+    bad.append("the update: %g s per parameter, %g s of a %g s step" % (u, r["how"]["update_seconds"], step))
 if not (math.isfinite(b) and b > 0): bad.append("β %g" % b)
 if not (math.isfinite(a) and a >= 0): bad.append("α %g" % a)
 print("; ".join(bad))
 PY
 }
 why=$(sane_rates "$tmp/rates.json")
-[ -z "$why" ] && ok "calibration: a FLOP rate within the FMA peak, β > 0, α ≥ 0" || fail "calibration: sane rates" "$why"
+[ -z "$why" ] && ok "calibration: FLOP rates within the FMA peak, β > 0, α ≥ 0, the update a part of the step" ||
+  fail "calibration: sane rates" "$why"
 mpi 2 "$S" plan --calibrate --layers 4 --hidden 128 --heads 4 --seq 64 --micro-batch 2 --steps 3 \
   --out "$tmp/rates_inproc.json" >"$tmp/cal2.log" 2>&1 || fail "setup: plan --calibrate without --run" "$(last "$tmp/cal2.log")"
 grep -q '^compute: timed in-process' "$tmp/cal2.log" || fail "calibration without --run: says what it timed" "$(head -1 "$tmp/cal2.log")"
 why=$(sane_rates "$tmp/rates_inproc.json")
 [ -z "$why" ] && ok "calibration without --run (the step timed in-process): sane rates" ||
   fail "calibration without --run: sane rates" "$why"
+
+# The update in a prediction: DP's rank updates all Ψ, ZeRO-1's half (rounded up), at the file's seconds per parameter.
+for z in 0 1; do
+  # shellcheck disable=SC2086
+  "$S" plan --predict --np 2 $MODEL --zero $z --rates "$tmp/rates.json" --json "$tmp/update$z.json" >/dev/null 2>&1
+done
+why=$(python3 - "$tmp/update0.json" "$tmp/update1.json" "$tmp/rates.json" <<'PY'
+import json, sys
+dp, z1, r = (json.load(open(f)) for f in sys.argv[1:4])
+u, bad = r["update_s_per_param"], []
+for name, p, share in (("DP", dp, 1), ("ZeRO-1", z1, 2)):
+    for k in p["ranks"]:
+        want = -(-k["params"] // share)
+        if k["updated_params"] != want or abs(k["seconds"]["update"] - want * u) > 1e-12 * want * u:
+            bad.append("%s rank %d: %d parameters, %g s; expected %d, %g s" % (name, k["rank"], k["updated_params"],
+                                                                           k["seconds"]["update"], want, want * u))
+print("; ".join(bad))
+PY
+)
+[ -z "$why" ] && ok "the update: DP's ranks each price all Ψ, ZeRO-1's half, at the calibrated seconds per parameter" ||
+  fail "the update priced per rank" "$why"
 
 python3 scripts/predict_table.py --rates "$tmp/rates.json" --out "$tmp/table" --steps 6 --json "$tmp/table.json" \
   >"$tmp/table.log" 2>&1
