@@ -3,19 +3,20 @@
 //   gpu_flops    the trainer's own effective rate on one rank: DIR is a finished 1-rank run (`shardlab train --out
 //                DIR`); its FLOPs per step by the planner's formula (plan/rank_prediction.h, the same as a prediction
 //                counts) ÷ the median step wall time of loss.csv (column ms, the first step left out: it warms the
-//                caches). Elementwise work, the optimizer and the loss are in the time, so the rate is below the GEMM
-//                rate; the GEMM FLOPs the run counted (ledger.json, core/flops.h) and the core's FMA peak
+//                caches), less the update (below). Elementwise work and the loss are in the time, so the rate is below
+//                the GEMM rate; the GEMM FLOPs the run counted (ledger.json, core/flops.h) and the core's FMA peak
 //                (core/fma_peak.h) are printed beside it. Without --run, rank 0 times the trainer's own step in-process
 //                instead (train/step_timer.h, `bench`'s: one micro-batch of random tokens per step, forward, backward,
 //                AdamW; --steps after one warm-up) for the model of the model flags, at the same formula's FLOPs.
-//   busy cores   every layout here keeps both cores busy, and two busy cores share caches and memory: the model's
-//                step timed in-process (5 steps) by rank 0 alone, then by both ranks at once under naive and under
-//                flash attention; the measured rate × (both at once ÷ alone) is gpu_flops (naive attention) and
-//                gpu_flops_flash.
+//   busy cores   a layout of 2 or more ranks keeps both cores busy, and two busy cores share caches and memory: the
+//                model's step timed in-process (5 steps) by rank 0 alone, then by both ranks at once under naive and
+//                under flash attention; the measured rate × (both at once ÷ alone) is gpu_flops (naive attention) and
+//                gpu_flops_flash. "alone" keeps both kernels' rates with the other core idle, for 1-rank layouts.
 //   update       seconds per parameter of the step's per-parameter work (zero and fold the gradients, their norm,
-//                AdamW; train/step_timer.h's time_update_steps, 20 times on the model's own states, rank 0): ZeRO
-//                divides it among the ranks, DP does not. It is taken out of the step before the FLOP rate above
-//                is worked out, so gpu_flops is forward and backward alone.
+//                AdamW; train/step_timer.h's time_update_steps, 20 times on the model's own states, both ranks at
+//                once): ZeRO divides it among the ranks (zeroing every gradient is in it too: an approximation), DP
+//                does not. It is taken out of the step before the FLOP rate above is worked out, so gpu_flops is
+//                forward and backward alone.
 //   β, α         hand-written ring all-reduces (comm/) of f32 buffers from 1 KB to 4 MB between the ranks, each
 //                size's median of 9 repeats, the slowest rank's; a least-squares line (relative errors)
 //                time = messages·α + bytes sent/β over the sizes (messages 2(n−1), bytes 2(n−1)/n of the buffer).
@@ -279,20 +280,23 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
     std::printf("  %10.0f B sent   %9.1f µs   fit %9.1f µs\n", bytes, s * 1e6,
                 (2 * ring.alpha + bytes / ring.beta) * 1e6);
   std::printf("  fit time = 2·α + bytes/β: β %.2f GB/s, α %.2f µs per message\n", ring.beta / 1e9, ring.alpha * 1e6);
-  nlohmann::json j = {{"gpu_flops", gpu_flops},
-                      {"gpu_flops_flash", gpu_flops_flash},
-                      {"update_s_per_param", update_per_param},
-                      {"bytes_per_s", ring.beta},
-                      {"latency_s", ring.alpha},
-                      {"how",
-                       {{"run", rate.from},
-                        {"step_seconds", rate.step_seconds},
-                        {"update_seconds", update.seconds},
-                        {"formula_flops_per_step", rate.formula_flops},
-                        {"counted_flops_per_step", rate.counted_flops},
-                        {"fma_peak_flops", peak.gflops * 1e9},
-                        {"fma_isa", peak.isa},
-                        {"ring_points", ring.points}}}};
+  nlohmann::json j = {
+      {"gpu_flops", gpu_flops},
+      {"gpu_flops_flash", gpu_flops_flash},
+      {"alone",
+       {{"gpu_flops", gpu_flops * alone / naive_rate}, {"gpu_flops_flash", gpu_flops_flash * alone / naive_rate}}},
+      {"update_s_per_param", update_per_param},
+      {"bytes_per_s", ring.beta},
+      {"latency_s", ring.alpha},
+      {"how",
+       {{"run", rate.from},
+        {"step_seconds", rate.step_seconds},
+        {"update_seconds", update.seconds},
+        {"formula_flops_per_step", rate.formula_flops},
+        {"counted_flops_per_step", rate.counted_flops},
+        {"fma_peak_flops", peak.gflops * 1e9},
+        {"fma_isa", peak.isa},
+        {"ring_points", ring.points}}}};
   write_text_file_atomic(out, j.dump(1) + "\n");
   std::printf("wrote %s\n", out.c_str());
   return 0;

@@ -138,6 +138,7 @@ SearchRequest search_request(const Flags& f, const SearchFlags& v) {
       const StepRates measured = read_rates_file(v.rates);
       q.rates.gpu_flops = measured.gpu_flops, q.rates.latency_s = measured.latency_s;
       q.rates.intra_bytes_per_s = measured.intra_bytes_per_s, q.rates.inter_bytes_per_s = measured.inter_bytes_per_s;
+      q.rates.update_s_per_param = measured.update_s_per_param, q.rates.gpu_flops_flash = measured.gpu_flops_flash;
       q.rates_file = v.rates;
     } catch (const std::invalid_argument& e) {
       throw SearchFail{e.what()};
@@ -157,7 +158,8 @@ int plan_search_run(const std::vector<std::string>& args, std::ostream& out, std
   Flags flags(
       "shardlab plan --search",
       "Every layout of N GPUs (dp × tp × pp × cp × ep, ZeRO stage, micro-batches, recompute, attention kernel) that "
-      "fits G GB, ranked by a step-time model: compute + exposed communication per axis + pipeline bubble, "
+      "fits G GB, ranked by a step-time model: compute + optimizer update + exposed communication per axis + pipeline "
+      "bubble, "
       "beside the chapter's rule of thumb.");
   define(flags, v);
   try {

@@ -134,27 +134,29 @@ LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates) {
   out.world = s.world;
   out.accum = c.layout.accum;
 
-  // Compute: plan/step_time.h's FLOPs of a GPU's share (its largest stage), the same for every rank of a stage.
+  // Compute: plan/step_time.h's FLOPs of a GPU's share of the whole model, then cut by stage below.
   SearchModel m{"gpt", c.psi, s.hidden, s.layers, s.heads, s.seq, s.vocab, s.experts, false};
   m.top_k = s.top_k;
   SearchLayout sl;
   sl.dp = c.grid_dp, sl.tp = s.tp, sl.pp = s.pp, sl.cp = s.cp, sl.ep = s.ep, sl.zero = s.zero;
   sl.micro_batch = s.micro_batch, sl.micro_batches = c.layout.accum, sl.recompute = s.recompute;
   sl.attention = s.attention;
-  // Every stage's share: the blocks' FLOPs by its blocks, the head's (6·h·V per token, vocabulary-parallel over tp,
-  // never recomputed) on the last stage alone. Ideal 1F1B runs at the slowest stage's pace (C20).
+  // Every stage's share: the blocks' FLOPs by its blocks, the head's (6·h·V per token, vocabulary-parallel over tp;
+  // step_flops_per_gpu counts 2·h·V more under full recompute) on the last stage alone. Ideal 1F1B runs at the slowest
+  // stage's pace (C20).
   SearchLayout whole = sl;
   whole.pp = 1;
   const double all_flops = step_flops_per_gpu(m, whole, s.global_batch).total();  // with experts: k MLPs, the router
-  const double head_flops =
-      6.0 * double(s.hidden * s.vocab) * double(s.global_batch * s.seq) / double(c.grid_dp * s.ep * s.tp * s.cp);
+  const double head_flops = (s.recompute == Recompute::full ? 8.0 : 6.0) * double(s.hidden * s.vocab) *
+                            double(s.global_batch * s.seq) / double(c.grid_dp * s.ep * s.tp * s.cp);
   const PipelinePartition part = partition_layers(int(s.layers), int(s.pp), 1, {});
   auto stage_flops = [&](int stage) {
     return (all_flops - head_flops) * double(part.blocks_of(stage)) / double(s.layers) +
            (stage == int(s.pp) - 1 ? head_flops : 0.0);
   };
   double slowest = 0;
-  const double rate = rates.flops_for(s.attention);
+  // One rank runs alone (the other cores idle); more keep the cores busy, sharing caches and memory.
+  const double rate = s.world == 1 ? rates.flops_alone_for(s.attention) : rates.flops_for(s.attention);
   for (int stage = 0; stage < int(s.pp); ++stage) slowest = std::max(slowest, stage_flops(stage) / rate);
   const double pipeline = c.pp > 1 ? 1 / (1 - bubble_formula(ScheduleKind::one_f_one_b, c.pp, int(c.layout.accum), 1))
                                    : 1.0;  // (m + p − 1)/m

@@ -18,12 +18,13 @@
 //                 rank's s·b·k slots spread evenly over the experts, 1/e of them staying home. A dropless all-to-all
 //                 moves what the router chose, so this is an estimate, not a check
 // Step time (seconds) of a rank, every term exposed (the trainer's collectives block; nothing overlaps on a CPU rank):
-//   compute  plan/step_time.h's FLOPs of the largest stage's share (6·N + 12·L·s·h per token, recompute's extra; with
-//            experts N counts the router and the k expert MLPs a token visits, whole on every tp rank) ÷
-//            gpu_flops (a calibration: the trainer's own effective rate on one rank, elementwise work included)
+//   compute  plan/step_time.h's FLOPs (6·N + 12·L·s·h per token, recompute's extra; with experts N counts the router
+//            and the k expert MLPs a token visits, whole on every tp rank) of its own stage: the blocks' share by its
+//            blocks, the head's 6·h·V per token on the last stage alone; ÷ the attention kernel's rate (a calibration:
+//            the trainer's own forward and backward on one rank, elementwise work included, carried to both cores
+//            busy — a 1-rank layout at the rate of one rank alone)
 //   comm     per axis, bytes sent ÷ β + messages × α (β, α: intra-node; one host); ep's all-to-alls at the even
 //            load, (e − 1) messages per call
-//            of its own stage: the blocks' share by its blocks, the head's 6·h·V per token on the last stage alone
 //   update   the parameters it updates (its Ψ under DP, its shard under ZeRO) × update_s_per_param (a calibration:
 //            the trainer's zero, fold, norm and AdamW per parameter)
 //   bubble   1F1B at the slowest stage's pace, (m + p − 1)/m × that stage's compute, less this rank's own compute:

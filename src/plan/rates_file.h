@@ -1,6 +1,6 @@
 // plan/rates_file.h — the machine's rates as `plan --calibrate` writes them (rates.json: gpu_flops, bytes_per_s,
-// latency_s, update_s_per_param, gpu_flops_flash — one link, the ranks of one machine), read into the step-time model's StepRates for `plan --predict`
-// and `plan --search` (--rates FILE).
+// latency_s, update_s_per_param, gpu_flops_flash — one link, the ranks of one machine), read into the step-time model's
+// StepRates for `plan --predict` and `plan --search` (--rates FILE).
 #pragma once
 #include <string>
 

@@ -1,6 +1,6 @@
 // plan/step_time.h — how long one optimizer step of a layout takes (claim C29: parallelism moves cost between
-// memory, communication, bubble and compute), each term apart: step = compute + exposed dp, tp, pp, cp, ep
-// communication + pipeline bubble. The rates are a struct (StepRates) so that a calibration can fill them.
+// memory, communication, bubble and compute), each term apart: step = compute + optimizer update + exposed dp, tp,
+// pp, cp, ep communication + pipeline bubble. The rates are a struct (StepRates) so that a calibration can fill them.
 //
 //   compute   FLOPs per GPU ÷ rate. Per token 6·N + 12·L·s·h (plan/state_bytes.h's gpt_flops_per_token; N = Ψ for a
 //             preset; with experts N counts a MoE block's router E·h and the k experts a token visits, k·2·h·F),
@@ -57,8 +57,14 @@ struct StepRates {
   double bucket_bytes = 25e6;          // DP's gradient bucket (the last one is exposed)
   double update_s_per_param = 15e-12;  // the optimizer step per parameter updated (30 B at 2 TB/s)
   double gpu_flops_flash = 0;          // flash attention's layouts, when calibrated apart (0: gpu_flops)
+  // One rank alone on a machine of idle cores (a calibration: its caches and memory unshared; 0: the rates above).
+  double gpu_flops_alone = 0, gpu_flops_flash_alone = 0;
   double flops_for(AttentionKernel a) const {
     return a == AttentionKernel::flash && gpu_flops_flash > 0 ? gpu_flops_flash : gpu_flops;
+  }
+  double flops_alone_for(AttentionKernel a) const {
+    const double alone = a == AttentionKernel::flash ? gpu_flops_flash_alone : gpu_flops_alone;
+    return alone > 0 ? alone : flops_for(a);
   }
 };
 

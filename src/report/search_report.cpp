@@ -255,6 +255,7 @@ nlohmann::json search_json(const SearchRequest& q, const SearchResult& r) {
                       {"gpu_memory_bytes", q.gpu_memory_gb * 1e9},
                       {"rates",
                        {{"gpu_flops", q.rates.gpu_flops},
+                        {"gpu_flops_flash", q.rates.flops_for(AttentionKernel::flash)},
                         {"intra_bytes_per_s", q.rates.intra_bytes_per_s},
                         {"inter_bytes_per_s", q.rates.inter_bytes_per_s},
                         {"latency_s", q.rates.latency_s},

@@ -28,8 +28,8 @@ MODEL="--layers 4 --hidden 128 --heads 4 --seq 64 --global-batch 8 --micro-batch
 mpi 2 "$S" plan --calibrate --run "$tmp/one" --out "$tmp/rates.json" >"$tmp/cal.log" 2>&1 ||
   fail "setup: plan --calibrate under 2 ranks" "$(last "$tmp/cal.log")"
 sed 's/^/  /' "$tmp/cal.log"
-sane_rates() {  # FILE: "" if the rates are sane, else what is not
-  python3 - "$1" <<'PY'
+sane_rates() {  # FILE: "" if the rates are sane, else what is not (a missing key or file included)
+  python3 - "$1" <<'PY' 2>&1 || echo "the rates file could not be read as expected"
 import json, math, sys
 r = json.load(open(sys.argv[1]))
 f, peak, b, a = r["gpu_flops"], r["how"]["fma_peak_flops"], r["bytes_per_s"], r["latency_s"]
@@ -58,9 +58,10 @@ why=$(sane_rates "$tmp/rates_inproc.json")
 # The update in a prediction: DP's rank updates all Ψ, ZeRO-1's half (rounded up), at the file's seconds per parameter.
 for z in 0 1; do
   # shellcheck disable=SC2086
-  "$S" plan --predict --np 2 $MODEL --zero $z --rates "$tmp/rates.json" --json "$tmp/update$z.json" >/dev/null 2>&1
+  "$S" plan --predict --np 2 $MODEL --zero $z --rates "$tmp/rates.json" --json "$tmp/update$z.json" \
+    >"$tmp/update$z.log" 2>&1 || fail "setup: plan --predict --zero $z" "$(last "$tmp/update$z.log")"
 done
-why=$(python3 - "$tmp/update0.json" "$tmp/update1.json" "$tmp/rates.json" <<'PY'
+why=$(python3 - "$tmp/update0.json" "$tmp/update1.json" "$tmp/rates.json" 2>&1 <<'PY' || echo "the check could not read the predictions"
 import json, sys
 dp, z1, r = (json.load(open(f)) for f in sys.argv[1:4])
 u, bad = r["update_s_per_param"], []
