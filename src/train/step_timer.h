@@ -1,7 +1,7 @@
 // train/step_timer.h — one rank's training step timed in-process on random tokens: the model states and the GPT of
 // a TrainConfig, one micro-batch per step (zero grads, forward, backward, gradient norm, AdamW), one warm-up step
-// first. `shardlab bench` reports it as tokens/s; `plan --calibrate` turns it into FLOP rates (alone and beside another rank).
-// Leaves out: data loading, evaluation, logging, every collective (one rank).
+// first. `shardlab bench` reports it as tokens/s; `plan --calibrate` turns it into FLOP rates (alone and beside another
+// rank). Leaves out: data loading, evaluation, logging, every collective (one rank).
 #pragma once
 
 #include <cstddef>
