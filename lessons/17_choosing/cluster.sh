@@ -11,7 +11,7 @@ d = json.load(open(sys.argv[1]))
 text = open(sys.argv[2]).read()
 rows, rule = d["rows"], d["rule_of_thumb"]
 best = rows[0]
-key = lambda x: (x["dp"], x["tp"], x["pp"], x["cp"], x["ep"], x["zero"], x["micro_batch"], x["micro_batches"], x["recompute"], x["attention"])
+key = lambda x: (x["dp"], x["tp"], x["sequence_parallel"], x["pp"], x["cp"], x["ep"], x["zero"], x["micro_batch"], x["micro_batches"], x["recompute"], x["attention"])
 bad = []
 if (rule["dp"], rule["tp"], rule["pp"], rule["cp"], rule["zero"]) != (16, 8, 4, 1, 1):
     bad.append("the rule of thumb: expected the chapter's dp 16 × tp 8 × pp 4, ZeRO-1 (lesson 13), measured dp %d tp %d pp %d cp %d ZeRO-%d" %
@@ -49,16 +49,25 @@ print("  checked: every row fits %g GB and splits %d GPUs; ranked by step time, 
 print("  thumb is the chapter's dp 16 × tp 8 × pp 4 + ZeRO-1, ranked %d of %d; the best is %.1f%% faster, as the why line says." %
       (rule["rank"], len(rows), pct))
 print()
-print("  Why the best differs: the rule fills each node with tp 8, and tensor parallelism talks in every layer of every")
-print("  micro-batch with nothing to hide behind: %.0f ms of the rule's %.0f ms step. The best keeps tp %d inside the node (%.0f ms)," %
-      (ms(rs["tp"]), ms(rs["step"]), best["tp"], ms(bs["tp"])))
-print("  puts cp %d beside it (%.0f ms of K/V, also exposed), and a deeper pipeline across nodes, pp %d with m = %d micro-batches" %
-      (best["cp"], ms(bs["cp"]), best["pp"], best["micro_batches"]))
-print("  of %d: its bubble (p−1)/m × compute = %d/%d × %.0f ms = %.0f ms (the rule's %.0f ms). Memory: %.2f GB per GPU against %.2f." %
-      (best["micro_batch"], best["pp"] - 1, best["micro_batches"], ms(bs["compute"]), ms(bs["bubble"]), ms(rs["bubble"]),
-       best["memory_bytes"]["total"] / 1e9, rule["memory_bytes"]["total"] / 1e9))
-print("  The cost moved from tp's all-reduces to cp's messages and the bubble (C29); the compute term is the same %.0f ms" % ms(bs["compute"]))
-print("  in both%s." % ("" if abs(bs["compute"] - rs["compute"]) < 1e-12 else " up to recompute and the kernel"))
+print("  Why the best differs, term by term (ms per step; what hides behind compute is not counted):")
+print("    %-8s" % "" + "".join("%9s" % k for k in ("compute", "update", "dp", "tp", "pp", "cp", "bubble", "step")))
+for name, x in (("rule", rs), ("best", bs)):
+    print("    %-8s" % name + "".join("%9.0f" % ms(x[k]) for k in ("compute", "update", "dp", "tp", "pp", "cp", "bubble", "step")))
+how = []
+how.append("no pipeline, so no bubble" if best["pp"] == 1 else
+           "pp %d with m = %d micro-batches, a bubble of (p−1)/m × compute = %.0f ms" % (best["pp"], best["micro_batches"], ms(bs["bubble"])))
+if best["sequence_parallel"]:
+    how.append("SP over its tp %d (C18): every activation of a layer in 1/%d, so %d sequences per micro-batch fit" % (best["tp"], best["tp"], best["micro_batch"]))
+if best["zero"] >= 2:
+    how.append("ZeRO-%d over dp %d, its gathers and reduce-scatters behind compute but for the last bucket" % (best["zero"], best["dp"]))
+if best["cp"] > 1:
+    how.append("cp %d beside tp (%.0f ms of K/V, exposed)" % (best["cp"], ms(bs["cp"])))
+print("  The rule pays tp 8's all-reduces in every layer of every micro-batch and the bubble of pp 4. The best has")
+for h in how:
+    print("    - " + h)
+print("  Memory: %.2f GB per GPU against the rule's %.2f. The cost moved (C29); the compute term is the same %.0f ms in both%s." %
+      (best["memory_bytes"]["total"] / 1e9, rule["memory_bytes"]["total"] / 1e9, ms(bs["compute"]),
+       "" if abs(bs["compute"] - rs["compute"]) < 1e-12 else " up to recompute and the kernel"))
 print("  What the model leaves out (src/plan/step_time.h): memory bandwidth (flash's real gain is fewer HBM reads, which a FLOP")
 print("  count cannot see), kernel efficiency beyond one rate (a micro-batch of 1 sequence and tp %d's thinner GEMMs run at" % best["tp"])
 print("  the same 312 TFLOPS as big ones), stragglers, congestion between axes sharing a link, and an uneven expert load. So the")
@@ -76,9 +85,9 @@ W = sys.argv[1]
 runs = [("80 GB, 25 GB/s (above)", "search"), ("80 GB, 5 GB/s", "search_5"), ("80 GB, 100 GB/s", "search_100"),
         ("12 GB, 25 GB/s", "search_12")]
 D = {f: json.load(open("%s/%s.json" % (W, f))) for _, f in runs}
-lay = lambda x: "dp %d tp %d pp %d cp %d ZeRO-%d %dx%d %s %s" % (x["dp"], x["tp"], x["pp"], x["cp"], x["zero"], x["micro_batch"],
-                                                                 x["micro_batches"], x["recompute"], x["attention"])
-key = lambda x: (x["dp"], x["tp"], x["pp"], x["cp"], x["ep"], x["zero"], x["micro_batch"], x["micro_batches"], x["recompute"], x["attention"])
+lay = lambda x: "dp %d tp %d%s pp %d cp %d ZeRO-%d %dx%d %s %s" % (x["dp"], x["tp"], " SP" if x["sequence_parallel"] else "", x["pp"],
+                                                                   x["cp"], x["zero"], x["micro_batch"], x["micro_batches"], x["recompute"], x["attention"])
+key = lambda x: (x["dp"], x["tp"], x["sequence_parallel"], x["pp"], x["cp"], x["ep"], x["zero"], x["micro_batch"], x["micro_batches"], x["recompute"], x["attention"])
 print("  %-24s %-48s %8s %8s %7s %7s %7s %7s %8s %s" % ("GPU memory, inter-node", "best layout", "step ms", "compute", "dp", "tp",
       "cp", "bubble", "mem GB", "rule's rank"))
 for what, f in runs:
@@ -97,9 +106,10 @@ if slow["tp"] != K:
     bad.append("5 GB/s: expected the best to fill the node with tp %d (the rule's TP inside a node), measured tp %d" % (K, slow["tp"]))
 if fast["pp"] != 1 or fast["zero"] != 3:
     bad.append("100 GB/s: expected the best without a pipeline, on ZeRO-3, measured pp %d ZeRO-%d" % (fast["pp"], fast["zero"]))
-if small["recompute"] == "none" or base["memory_bytes"]["total"] <= D["search_12"]["gpu_memory_bytes"] or not small["seconds"]["compute"] > base["seconds"]["compute"]:
-    bad.append("12 GB: expected the best to recompute, paying compute above %.1f ms, measured %s, %.1f ms" %
-               (1e3 * base["seconds"]["compute"], small["recompute"], 1e3 * small["seconds"]["compute"]))
+saves = lambda x: x["sequence_parallel"] or x["recompute"] != "none"  # what cuts a layer's activations (C18, C27)
+if base["memory_bytes"]["total"] <= D["search_12"]["gpu_memory_bytes"] or not saves(small) or small["memory_bytes"]["total"] > D["search_12"]["gpu_memory_bytes"]:
+    bad.append("12 GB: expected the 80 GB best not to fit and the best to cut activations with SP or recompute within 12 GB, measured SP %s, recompute %s, %.2f GB" %
+               (small["sequence_parallel"], small["recompute"], small["memory_bytes"]["total"] / 1e9))
 for b in bad:
     print("  FAIL: " + b)
 if bad:
@@ -112,15 +122,19 @@ if not old or not slow["bytes_sent_per_gpu"]["dp"] < base["bytes_sent_per_gpu"][
 old = old[0]
 print("  - 5 GB/s: the 25 GB/s best now exposes %.0f ms of dp (its gradient ring over dp·cp = %d GPUs crosses nodes with" %
       (1e3 * old["seconds"]["dp"], old["dp"] * old["cp"]))
-print("    %.2f GB per GPU) and ranks %d. The new best fills the node with tp %d and drops cp: each GPU holds half the slice, its" %
-      (old["bytes_sent_per_gpu"]["dp"] / 1e9, old["rank"], slow["tp"]))
+print("    %.2f GB per GPU) and ranks %d. The new best fills the node with tp %d and pipelines over pp %d: its gradient" %
+      (old["bytes_sent_per_gpu"]["dp"] / 1e9, old["rank"], slow["tp"], slow["pp"]))
 print("    ring carries %.2f GB (%.0f ms exposed), paid with %.0f ms of tp inside the node: the rule's TP inside a node is back." %
       (slow["bytes_sent_per_gpu"]["dp"] / 1e9, 1e3 * slow["seconds"]["dp"], 1e3 * slow["seconds"]["tp"]))
 print("  - 100 GB/s: the inter-node link is cheap enough for ZeRO-3 over %d replicas (dp %.1f ms exposed): no pipeline, no" %
       (fast["dp"], 1e3 * fast["seconds"]["dp"]))
 print("    bubble, tp %d only; the rule of thumb falls to rank %d." % (fast["tp"], D["search_100"]["rule_of_thumb"]["rank"]))
-print("  - 12 GB: the 80 GB best (%.2f GB) no longer fits; the best recomputes (%s): %.0f ms more compute for the memory (C27)." %
-      (base["memory_bytes"]["total"] / 1e9, small["recompute"], 1e3 * (small["seconds"]["compute"] - base["seconds"]["compute"])))
+cut = ("SP over tp %d (C18: activations in 1/t for the same bytes on tp)" % small["tp"] if small["sequence_parallel"] else "") + \
+      (" and " if small["sequence_parallel"] and small["recompute"] != "none" else "") + \
+      ("%s recompute (C27: %.0f ms more compute)" % (small["recompute"], 1e3 * (small["seconds"]["compute"] - base["seconds"]["compute"]))
+       if small["recompute"] != "none" else "")
+print("  - 12 GB: the 80 GB best (%.2f GB) no longer fits; the best (%.2f GB) cuts its activations with\n    %s." %
+      (base["memory_bytes"]["total"] / 1e9, small["memory_bytes"]["total"] / 1e9, cut))
 print("  checked: each best differs from the 80 GB, 25 GB/s one, in the direction these lines say.")
 EOF
 for f in "5 GB/s:search_5" "100 GB/s:search_100" "12 GB:search_12"; do

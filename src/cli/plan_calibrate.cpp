@@ -10,7 +10,8 @@
 //                AdamW; --steps after one warm-up) for the model of the model flags, at the same formula's FLOPs.
 //   busy cores   a layout of 2 or more ranks keeps both cores busy, and two busy cores share caches and memory: the
 //                model's step timed in-process (5 steps) by rank 0 alone, then by both ranks at once under naive and
-//                under flash attention; the measured rate × (both at once ÷ alone) is gpu_flops (naive attention) and
+//                under flash attention, 3 rounds alternating, medians; the measured rate × (flash ÷ naive at once, for
+//                the other kernel) × (at once ÷ alone, at most 1) gives gpu_flops (naive attention) and
 //                gpu_flops_flash. "alone" keeps both kernels' rates with the other core idle, for 1-rank layouts.
 //   update       seconds per parameter of the step's per-parameter work (zero and fold the gradients, their norm,
 //                AdamW; train/step_timer.h's time_update_steps, 20 times on the model's own states, both ranks at
@@ -235,24 +236,33 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
     const double t = time_training_steps(k).seconds / k.run.steps;
     return formula_flops(k) / std::max(t - update.seconds, 0.5 * t);
   };
-  world.barrier();
-  double alone = 0;
-  if (rt.is_root()) {
-    if (run.empty()) rate.step_seconds = time_training_steps(rate.model).seconds / double(rate.steps);
-    alone = in_process(rate.model.attention);
+  // Three rounds, alternating (a drift of the machine's speed hits every kind alike), each kind's median.
+  std::vector<double> alone_runs, naive_runs, flash_runs;
+  for (int round = 0; round < 3; ++round) {
+    world.barrier();
+    if (rt.is_root()) {
+      if (run.empty() && round == 0) rate.step_seconds = time_training_steps(rate.model).seconds / double(rate.steps);
+      alone_runs.push_back(in_process(rate.model.attention));
+    }
+    world.barrier();
+    naive_runs.push_back(in_process(AttentionKernel::naive));
+    world.barrier();
+    flash_runs.push_back(in_process(AttentionKernel::flash));
   }
-  world.barrier();
-  const double naive_rate = in_process(AttentionKernel::naive);
-  world.barrier();
-  const double flash_rate = in_process(AttentionKernel::flash);
   if (!rt.is_root()) return 0;
   const bool f64 = rate.model.recipe.f64();
   const FmaPeak peak = measure_fma_peak(f64);
   const double update_per_param = update.seconds / double(update.params);
   const double fwd_bwd_seconds = std::max(rate.step_seconds - update.seconds, 0.5 * rate.step_seconds);
   const double measured_flops = rate.formula_flops / fwd_bwd_seconds;
-  // The measured rate (one rank, the other core idle) carried to both cores busy, per kernel, by the in-process ratio.
-  const double gpu_flops = measured_flops * naive_rate / alone, gpu_flops_flash = measured_flops * flash_rate / alone;
+  // The measured rate (one rank, the other core idle, the run's kernel) carried to the other kernel by the ratio of
+  // the two at once, and to both cores busy by the run's kernel at once ÷ alone (at most 1: a busy neighbour never
+  // speeds a core up; above 1 is the clock's noise).
+  const double alone = median(alone_runs), naive_rate = median(naive_runs), flash_rate = median(flash_runs);
+  const double own = rate.model.attention == AttentionKernel::flash ? flash_rate : naive_rate;
+  const double busy = std::min(1.0, own / alone);
+  const double naive_alone = measured_flops * naive_rate / own, flash_alone = measured_flops * flash_rate / own;
+  const double gpu_flops = naive_alone * busy, gpu_flops_flash = flash_alone * busy;
   std::printf(
       "update: zero, fold, norm and AdamW of %zu %s parameters, both ranks at once: %.3f ms (mean of 20) = %.2f ns "
       "per parameter\n",
@@ -264,8 +274,8 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
       (unsigned long long)rate.steps, run.empty() ? "(after one warm-up step)" : "(loss.csv ms, the first left out)",
       update.seconds * 1e3, measured_flops / 1e9);
   std::printf(
-      "both cores busy, in-process on that model: rank 0 alone %.2f GFLOP/s (%s attention), both ranks at once "
-      "naive %.2f, flash %.2f: so %.2f GFLOP/s (naive), %.2f (flash) per rank\n",
+      "both cores busy, in-process on that model (medians of 3): rank 0 alone %.2f GFLOP/s (%s attention), both ranks "
+      "at once naive %.2f, flash %.2f: so %.2f GFLOP/s (naive), %.2f (flash) per rank\n",
       alone / 1e9, attention_name(rate.model.attention), naive_rate / 1e9, flash_rate / 1e9, gpu_flops / 1e9,
       gpu_flops_flash / 1e9);
   if (run.empty())
@@ -280,23 +290,21 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
     std::printf("  %10.0f B sent   %9.1f µs   fit %9.1f µs\n", bytes, s * 1e6,
                 (2 * ring.alpha + bytes / ring.beta) * 1e6);
   std::printf("  fit time = 2·α + bytes/β: β %.2f GB/s, α %.2f µs per message\n", ring.beta / 1e9, ring.alpha * 1e6);
-  nlohmann::json j = {
-      {"gpu_flops", gpu_flops},
-      {"gpu_flops_flash", gpu_flops_flash},
-      {"alone",
-       {{"gpu_flops", gpu_flops * alone / naive_rate}, {"gpu_flops_flash", gpu_flops_flash * alone / naive_rate}}},
-      {"update_s_per_param", update_per_param},
-      {"bytes_per_s", ring.beta},
-      {"latency_s", ring.alpha},
-      {"how",
-       {{"run", rate.from},
-        {"step_seconds", rate.step_seconds},
-        {"update_seconds", update.seconds},
-        {"formula_flops_per_step", rate.formula_flops},
-        {"counted_flops_per_step", rate.counted_flops},
-        {"fma_peak_flops", peak.gflops * 1e9},
-        {"fma_isa", peak.isa},
-        {"ring_points", ring.points}}}};
+  nlohmann::json j = {{"gpu_flops", gpu_flops},
+                      {"gpu_flops_flash", gpu_flops_flash},
+                      {"alone", {{"gpu_flops", naive_alone}, {"gpu_flops_flash", flash_alone}}},
+                      {"update_s_per_param", update_per_param},
+                      {"bytes_per_s", ring.beta},
+                      {"latency_s", ring.alpha},
+                      {"how",
+                       {{"run", rate.from},
+                        {"step_seconds", rate.step_seconds},
+                        {"update_seconds", update.seconds},
+                        {"formula_flops_per_step", rate.formula_flops},
+                        {"counted_flops_per_step", rate.counted_flops},
+                        {"fma_peak_flops", peak.gflops * 1e9},
+                        {"fma_isa", peak.isa},
+                        {"ring_points", ring.points}}}};
   write_text_file_atomic(out, j.dump(1) + "\n");
   std::printf("wrote %s\n", out.c_str());
   return 0;

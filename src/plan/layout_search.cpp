@@ -31,16 +31,16 @@ int clamp_int(u64 x) { return static_cast<int>(std::min<u64>(x, std::numeric_lim
 }  // namespace
 
 std::string SearchLayout::to_string() const {
-  return "dp " + std::to_string(dp) + " tp " + std::to_string(tp) + " pp " + std::to_string(pp) + " cp " +
-         std::to_string(cp) + " ep " + std::to_string(ep) + " ZeRO-" + std::to_string(zero) + " b " +
-         std::to_string(micro_batch) + " × m " + std::to_string(micro_batches) + " " +
+  return "dp " + std::to_string(dp) + " tp " + std::to_string(tp) + (sequence_parallel ? " SP" : "") + " pp " +
+         std::to_string(pp) + " cp " + std::to_string(cp) + " ep " + std::to_string(ep) + " ZeRO-" +
+         std::to_string(zero) + " b " + std::to_string(micro_batch) + " × m " + std::to_string(micro_batches) + " " +
          word_of(kRecomputeWords, recompute) + " " + word_of(kAttentionWords, attention);
 }
 
 bool SearchLayout::operator==(const SearchLayout& o) const {
-  return dp == o.dp && tp == o.tp && pp == o.pp && cp == o.cp && ep == o.ep && zero == o.zero &&
-         micro_batch == o.micro_batch && micro_batches == o.micro_batches && recompute == o.recompute &&
-         attention == o.attention;
+  return dp == o.dp && tp == o.tp && pp == o.pp && cp == o.cp && ep == o.ep &&
+         sequence_parallel == o.sequence_parallel && zero == o.zero && micro_batch == o.micro_batch &&
+         micro_batches == o.micro_batches && recompute == o.recompute && attention == o.attention;
 }
 
 std::string search_layout_problem(const SearchModel& m, const SearchSpace& space, const SearchLayout& l) {
@@ -55,6 +55,9 @@ std::string search_layout_problem(const SearchModel& m, const SearchSpace& space
   if (l.cp > 1 && l.attention == AttentionKernel::naive) return "ring attention (cp) runs on the flash kernel";
   if (l.ep > 1 && (m.experts == 0 || m.experts % l.ep != 0)) return "ep does not divide the experts";
   if (m.experts > 0 && l.cp > 1) return "experts route whole samples: no cp with them";
+  if (l.sequence_parallel && l.tp < 2) return "sequence parallelism splits the sequence over tp ≥ 2";
+  if (l.sequence_parallel && (m.seq / l.cp) % l.tp != 0) return "tp does not divide a cp rank's tokens (SP)";
+  if (l.sequence_parallel && m.experts > 0) return "experts route whole samples: no SP with them";
   if (l.micro_batch == 0 || space.global_batch % (l.dp * l.ep * l.micro_batch) != 0)
     return "dp·ep·micro-batch does not divide the global batch";
   return "";
@@ -78,21 +81,26 @@ std::vector<SearchLayout> axis_factorizations(u64 gpus, bool experts) {
 Enumeration enumerate_layouts(const SearchModel& m, const SearchSpace& space) {
   Enumeration e;
   const std::vector<u64> batch_divisors = divisors(space.global_batch);
-  for (const SearchLayout& axes : axis_factorizations(space.gpus, m.experts > 0))
-    for (int zero = 0; zero <= 3; ++zero)
-      for (u64 b : batch_divisors)
-        for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
-          for (AttentionKernel a : {AttentionKernel::naive, AttentionKernel::flash}) {
-            ++e.enumerated;
-            SearchLayout l = axes;
-            l.zero = zero, l.micro_batch = b, l.recompute = r, l.attention = a;
-            if (!search_layout_problem(m, space, l).empty()) {
-              ++e.divisibility;
-              continue;
+  for (const SearchLayout& split : axis_factorizations(space.gpus, m.experts > 0))
+    for (bool sp : {false, true}) {
+      if (sp && split.tp < 2) continue;  // SP splits the sequence over tp: nothing to split
+      SearchLayout axes = split;
+      axes.sequence_parallel = sp;
+      for (int zero = 0; zero <= 3; ++zero)
+        for (u64 b : batch_divisors)
+          for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+            for (AttentionKernel a : {AttentionKernel::naive, AttentionKernel::flash}) {
+              ++e.enumerated;
+              SearchLayout l = axes;
+              l.zero = zero, l.micro_batch = b, l.recompute = r, l.attention = a;
+              if (!search_layout_problem(m, space, l).empty()) {
+                ++e.divisibility;
+                continue;
+              }
+              l.micro_batches = space.global_batch / (l.dp * l.ep * b);
+              e.layouts.push_back(l);
             }
-            l.micro_batches = space.global_batch / (l.dp * l.ep * b);
-            e.layouts.push_back(l);
-          }
+    }
   return e;
 }
 
@@ -127,6 +135,7 @@ SearchMemory search_memory(const SearchModel& m, const SearchLayout& l) {
   ActivationShape a;
   a.seq = m.seq, a.micro_batch = l.micro_batch, a.hidden = m.hidden, a.heads = m.heads, a.layers = m.layers;
   a.vocab = m.vocab, a.tp = l.tp, a.cp = l.cp, a.attention = l.attention, a.moe = d.moe;
+  a.sequence_parallel = l.sequence_parallel;
   // Flash keeps no s² scores (C5): the chapter's table then drops the quadratic term as selective recompute does.
   a.recompute =
       l.attention == AttentionKernel::flash && l.recompute == Recompute::none ? Recompute::selective : l.recompute;

@@ -6,9 +6,9 @@
 // The trainer's rules (train/train_config.cpp, parallel/pipeline_partition.cpp): heads % tp = 0 and tp divides the
 // ranks per node (tensor parallelism stays inside a node, C19); pp ≤ layers (stages hold whole layers, uneven splits
 // allowed: the largest stage counts); cp > 1 cuts s into 2c zigzag chunks (s % 2c = 0) and runs ring attention on the
-// flash kernel; ep > 1 only with experts, E % ep = 0, and experts never with cp; B % (dp·ep·b) = 0. Left out: sequence
-// parallelism, FSDP hybrid, the interleaved schedule (1F1B only: GPipe has its bubble and more memory) and the
-// trainer's cap on pipeline message tags.
+// flash kernel; ep > 1 only with experts, E % ep = 0, and experts never with cp or sequence parallelism; sequence
+// parallelism (SP) with tp > 1 and (s/c) % tp = 0; B % (dp·ep·b) = 0. Left out: FSDP hybrid, the interleaved schedule
+// (1F1B only: GPipe has its bubble and more memory) and the trainer's cap on pipeline message tags.
 //
 // Memory per GPU (1 GB = 1e9 bytes), the chapter's estimate:
 //   model states  plan/sharding.h's per-rank bytes for the stage's slice Ψ_slice over the gradient group dp·cp, the
@@ -17,7 +17,7 @@
 //                 with experts its dense part and E/ep experts of each of its MoE blocks (C25, the per-rank count of
 //                 `plan --ep`), ZeRO sharding them over dp·cp, the ranks that hold the same experts
 //                 (parallel/across_ep.cpp)
-//   activations   plan/activation_items.h's chapter_block_bytes (Korthikanti's table with t, c and recompute; flash
+//   activations   plan/activation_items.h's chapter_block_bytes (Korthikanti's table with t, SP, c and recompute; flash
 //                 keeps no s² term, C5) per block — a MoE block's with the MLP's swapped for the router's and experts'
 //                 items at an even load (plan/search_experts.h) — summed over the stage with the most, × micro-batches
 //                 in flight (1F1B: min(p, m), C21)
@@ -49,13 +49,14 @@ struct SearchModel {
 
 struct SearchLayout {
   std::uint64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
+  bool sequence_parallel = false;                    // SP over the tp ranks (C18)
   int zero = 0;                                      // 0 (plain DP), 1, 2, 3
   std::uint64_t micro_batch = 1, micro_batches = 1;  // b, m
   Recompute recompute = Recompute::none;
   AttentionKernel attention = AttentionKernel::naive;
   std::uint64_t gpus() const { return dp * tp * pp * cp * ep; }
   Strategy strategy() const { return strategy_at(zero); }  // optim/strategy.h: dp, zero1, zero2, zero3
-  std::string to_string() const;                           // "dp 8 tp 8 pp 1 cp 1 ep 1 ZeRO-1 b 1 × m 16 none flash"
+  std::string to_string() const;  // "dp 8 tp 8 pp 1 cp 1 ep 1 ZeRO-1 b 1 × m 16 none flash" (SP: "tp 8 SP")
   bool operator==(const SearchLayout& o) const;
 };
 
@@ -73,7 +74,8 @@ std::string search_layout_problem(const SearchModel& m, const SearchSpace& space
 std::vector<SearchLayout> axis_factorizations(std::uint64_t gpus, bool experts);
 
 struct Enumeration {
-  std::uint64_t enumerated = 0;       // factorizations × 4 ZeRO stages × divisors b of B × 3 recomputes × 2 kernels
+  std::uint64_t enumerated = 0;  // factorizations (× SP on and off where tp > 1) × 4 ZeRO stages × divisors b of B ×
+                                 // 3 recomputes × 2 kernels
   std::uint64_t divisibility = 0;     // of those refused by search_layout_problem or b·dp·ep not dividing B
   std::vector<SearchLayout> layouts;  // the rest, m = B/(dp·ep·b)
 };

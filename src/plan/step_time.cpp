@@ -104,10 +104,12 @@ StepTime step_time(const SearchModel& m, const SearchLayout& l, u64 global_batch
   const double forward = f.base / 3 / rate, backward = t.compute - forward;  // recompute runs in backward
   const double activation_msg = double(l.micro_batch) * double(m.seq / l.cp) * double(m.hidden) * kBf16;
 
-  if (l.tp > 1) {  // C18: 4 all-reduces per layer per micro-batch, synchronous
+  if (l.tp > 1) {  // C18: 4 all-reduces per layer per micro-batch, synchronous; SP: each an all-gather + reduce-scatter
     t.tp_inter = !inside_node(l.tp, K, N);
     const double calls = 4.0 * double(blocks) * double(mb);
-    t.tp = calls * ring_seconds(true, l.tp, activation_msg, beta(t.tp_inter), r.latency_s);
+    const double b = beta(t.tp_inter);
+    t.tp = calls * (l.sequence_parallel ? 2 * ring_seconds(false, l.tp, activation_msg, b, r.latency_s)
+                                        : ring_seconds(true, l.tp, activation_msg, b, r.latency_s));
     t.tp_bytes = calls * 2 * double(l.tp - 1) / double(l.tp) * activation_msg;
   }
   if (l.cp > 1) {  // C24: ring attention's messages, exposed

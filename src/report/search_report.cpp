@@ -43,6 +43,7 @@ std::vector<std::string> row_cells(const SearchRequest& q, const Units& u, const
   return {rank,
           std::to_string(l.dp),
           std::to_string(l.tp),
+          l.sequence_parallel ? "SP" : "-",
           std::to_string(l.pp),
           std::to_string(l.cp),
           std::to_string(l.ep),
@@ -76,6 +77,7 @@ nlohmann::json row_json(const SearchRequest& q, const SearchRow& r, u64 rank) {
   return {{"rank", rank},
           {"dp", l.dp},
           {"tp", l.tp},
+          {"sequence_parallel", l.sequence_parallel},
           {"pp", l.pp},
           {"cp", l.cp},
           {"ep", l.ep},
@@ -168,7 +170,7 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
                                : "        (measured on this machine by plan --calibrate: " + q.rates_file + ")\n")
       << "placement: tp innermost, then cp, ep, dp, pp outermost; a group inside one node uses the intra-node link\n"
       << "overlap: dp gradients hide behind backward, parameter all-gathers behind forward, except the last bucket;\n"
-      << "         tp, cp"
+      << "         tp (SP: an all-gather and a reduce-scatter for each all-reduce, the same bytes), cp"
       << (m.experts
               ? ", ep (4 all-to-alls + the counts per MoE layer and micro-batch, + 3 with full recompute; even load)"
               : "")
@@ -177,7 +179,9 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
       << (m.experts ? "         dp: dense gradients over dp·ep, the experts' over dp (ZeRO: shards over dp, then the "
                       "dense shard all-reduced over ep)\n"
                     : "")
-      << "memory: model states over dp·cp by ZeRO stage + the chapter's activations × micro-batches in flight\n"
+      << "memory: model states over dp·cp by ZeRO stage + the chapter's activations (SP: 34·s·b·h/t) × micro-batches "
+         "in "
+         "flight\n"
       << (m.experts ? "        experts: a rank holds the dense part and E/ep experts of each MoE block, sharded by "
                       "ZeRO over dp "
                       "(the ranks with the same\n        experts); a MoE block keeps the router's and the experts' "
@@ -187,29 +191,11 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
       << " refused by divisibility (the trainer's rules), " << commas(r.over_memory) << " over "
       << shortest(q.gpu_memory_gb) << " GB, " << commas(r.rows.size()) << " fit";
   const Units u = units_for(q, r);
-  const std::vector<std::string> header = {"rank",
-                                           "dp",
-                                           "tp",
-                                           "pp",
-                                           "cp",
-                                           "ep",
-                                           "zero",
-                                           "b x m",
-                                           "recompute",
-                                           "attn",
-                                           "states " + u.mem,
-                                           "act " + u.mem,
-                                           "mem " + u.mem,
-                                           "compute",
-                                           "update",
-                                           "dp",
-                                           "tp",
-                                           "pp",
-                                           "cp",
-                                           "ep",
-                                           "bubble",
-                                           "step",
-                                           "tokens/s"};
+  const std::vector<std::string> header = {
+      "rank",         "dp",           "tp",      "sp",        "pp",   "cp",
+      "ep",           "zero",         "b x m",   "recompute", "attn", "states " + u.mem,
+      "act " + u.mem, "mem " + u.mem, "compute", "update",    "dp",   "tp",
+      "pp",           "cp",           "ep",      "bubble",    "step", "tokens/s"};
   out << "\nrank by step time (" << u.time << " per optimizer step; dp … ep: exposed communication of that axis)\n";
   Table t(header, 0);
   const size_t shown = std::min<size_t>(q.top, r.rows.size());

@@ -36,9 +36,9 @@ bad = []
 if not rows: bad.append("no rows")
 prev = None
 for f in rows:
-    if len(f) != 23: bad.append("row has %d fields: %s" % (len(f), f)); continue
-    states, act, mem = float(f[10]), float(f[11]), float(f[12])
-    compute, update, dp, tp, pp, cp, ep, bubble, step = (float(x) for x in f[13:22])
+    if len(f) != 24: bad.append("row has %d fields: %s" % (len(f), f)); continue
+    states, act, mem = float(f[11]), float(f[12]), float(f[13])
+    compute, update, dp, tp, pp, cp, ep, bubble, step = (float(x) for x in f[14:23])
     if mem > limit: bad.append("rank %s: %s GB over %s" % (f[0], mem, limit))
     if abs(states + act - mem) > 0.011: bad.append("rank %s: states + act %.2f != mem %.2f" % (f[0], states + act, mem))
     terms = compute + update + dp + tp + pp + cp + ep + bubble
@@ -78,7 +78,7 @@ if [ -n "$fit" ] && [ "$rows" = "$fit $fit" ]; then ok "--json holds every fitti
 read -r D T P A R STATES PER < <(python3 - "$tmp/70b.json" <<'EOF'
 import json, sys
 for r in json.load(open(sys.argv[1]))["rows"]:
-    if r["zero"] == 1 and r["cp"] == 1 and min(r["dp"], r["tp"], r["pp"]) > 1:
+    if r["zero"] == 1 and r["cp"] == 1 and not r["sequence_parallel"] and min(r["dp"], r["tp"], r["pp"]) > 1:
         m = r["memory_bytes"]
         print(r["dp"], r["tp"], r["pp"], r["attention"], r["recompute"], m["model_states"], m["activation_per_layer"])
         break
@@ -105,7 +105,7 @@ $S plan --search --gpus 512 --gpu-mem 80 --preset 70b --inter-gbps 0.25 --json "
 why=$(python3 - "$tmp/70b.json" "$tmp/slow.json" <<'EOF'
 import json, sys
 fast, slow = (json.load(open(p)) for p in sys.argv[1:3])
-key = lambda r: (r["dp"], r["tp"], r["pp"], r["cp"], r["ep"], r["zero"], r["micro_batch"], r["recompute"], r["attention"])
+key = lambda r: (r["dp"], r["tp"], r["sequence_parallel"], r["pp"], r["cp"], r["ep"], r["zero"], r["micro_batch"], r["recompute"], r["attention"])
 inter = lambda r: sum(r["bytes_sent_per_gpu"][a] for a in ("dp", "tp", "pp", "cp") if r["links"][a] == "inter")
 f = {key(r): r for r in fast["rows"]}
 bad = []
@@ -187,7 +187,7 @@ if [ $rc -eq 0 ] && [ ! -s "$tmp/moe.err" ]; then ok "MoE E 8 top-2 on 8 GPUs of
 check_table "MoE: rows ≤ 1 GB, sorted, step = compute + update + comm + bubble" "$tmp/moe.txt" 1000
 if grep -q "experts: E=8 top-2 F=512" "$tmp/moe.txt" && grep -q "^memory: .*" "$tmp/moe.txt" &&
   grep -q "^        experts: a rank holds the dense part and E/ep experts" "$tmp/moe.txt" &&
-  grep -q "^         tp, cp, ep (4 all-to-alls" "$tmp/moe.txt"; then ok "MoE: the header names the experts, their memory and ep's time"
+  grep -q "^         tp (SP: [^)]*), cp, ep (4 all-to-alls" "$tmp/moe.txt"; then ok "MoE: the header names the experts, their memory and ep's time"
 else fail "MoE: the header names the experts" "$(grep -E '^(model|memory|overlap):' "$tmp/moe.txt" | tr '\n' ' ')"; fi
 why=$(python3 - "$tmp/moe.json" <<'EOF2'
 import json, sys

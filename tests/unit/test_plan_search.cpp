@@ -25,9 +25,9 @@ struct Counts {
   u64 enumerated = 0, valid = 0;
 };
 
-// Every (dp, tp, pp, cp, ep, zero, b, recompute, kernel) by nested loops over 1..N, kept when the product is N and
-// the rules hold: heads % tp, K % tp, pp ≤ layers, cp: s % 2c and flash, ep | E (1 without experts), no cp with
-// experts, B % (dp·ep·b).
+// Every (dp, tp, SP, pp, cp, ep, zero, b, recompute, kernel) by nested loops over 1..N, kept when the product is N
+// and the rules hold: heads % tp, K % tp, pp ≤ layers, cp: s % 2c and flash, ep | E (1 without experts), no cp with
+// experts, SP only enumerated with tp > 1 and kept with (s/c) % tp = 0 and no experts, B % (dp·ep·b).
 Counts brute_force(u64 N, u64 B, u64 K, u64 heads, u64 layers, u64 seq, u64 experts) {
   Counts c;
   for (u64 dp = 1; dp <= N; ++dp)
@@ -36,18 +36,20 @@ Counts brute_force(u64 N, u64 B, u64 K, u64 heads, u64 layers, u64 seq, u64 expe
         for (u64 cp = 1; cp <= N; ++cp)
           for (u64 ep = 1; ep <= N; ++ep) {
             if (dp * tp * pp * cp * ep != N || (ep > 1 && experts == 0)) continue;
-            for (int zero = 0; zero < 4; ++zero)
-              for (u64 b = 1; b <= B; ++b) {
-                if (B % b != 0) continue;
-                for (int recompute = 0; recompute < 3; ++recompute)
-                  for (int flash = 0; flash < 2; ++flash) {
-                    ++c.enumerated;
-                    const bool ok = heads % tp == 0 && std::min(K, N) % tp == 0 && pp <= layers &&
-                                    (cp == 1 || (seq % (2 * cp) == 0 && flash)) && (ep == 1 || experts % ep == 0) &&
-                                    !(experts > 0 && cp > 1) && B % (dp * ep * b) == 0;
-                    if (ok) ++c.valid;
-                  }
-              }
+            for (int sp = 0; sp < (tp > 1 ? 2 : 1); ++sp)
+              for (int zero = 0; zero < 4; ++zero)
+                for (u64 b = 1; b <= B; ++b) {
+                  if (B % b != 0) continue;
+                  for (int recompute = 0; recompute < 3; ++recompute)
+                    for (int flash = 0; flash < 2; ++flash) {
+                      ++c.enumerated;
+                      const bool ok = heads % tp == 0 && std::min(K, N) % tp == 0 && pp <= layers &&
+                                      (cp == 1 || (seq % (2 * cp) == 0 && flash)) && (ep == 1 || experts % ep == 0) &&
+                                      !(experts > 0 && cp > 1) && B % (dp * ep * b) == 0 &&
+                                      (!sp || ((seq / cp) % tp == 0 && experts == 0));
+                      if (ok) ++c.valid;
+                    }
+                }
           }
   return c;
 }
@@ -72,11 +74,11 @@ TEST_CASE("search: the enumeration counts what a brute force over the trainer's 
     }
   }
   // A hand count: N = 2 over a dense model, B = 2, K = 8: (dp, tp) ∈ {(2,1), (1,2)}, pp 2, cp 2 (flash only);
-  // b ∈ {1, 2}. dp 2: only b 1 (2·2 does not divide 2) → 4 zero × 6 = 24; tp 2: 4 × 2 b × 6 = 48; pp 2: 48;
-  // cp 2: flash only, 4 × 2 × 3 = 24.
+  // b ∈ {1, 2}. dp 2: only b 1 (2·2 does not divide 2) → 4 zero × 6 = 24; tp 2: 4 × 2 b × 6 = 48, and as many with
+  // SP; pp 2: 48; cp 2: flash only, 4 × 2 × 3 = 24.
   const Enumeration two = enumerate_layouts(tiny(), SearchSpace{2, 2, 8});
-  CHECK(two.enumerated == 4 * 4 * 2 * 6);
-  CHECK(two.layouts.size() == 24 + 48 + 48 + 24);
+  CHECK(two.enumerated == 5 * 4 * 2 * 6);
+  CHECK(two.layouts.size() == 24 + 48 + 48 + 48 + 24);
 }
 
 TEST_CASE("search: memory of the chapter's 512-GPU 70B layout (C26)", "[plan][search]") {
@@ -94,6 +96,27 @@ TEST_CASE("search: memory of the chapter's 512-GPU 70B layout (C26)", "[plan][se
   CHECK(search_memory(seventy_b(), l).activation_per_layer == 16777216ULL * 13);
   l.recompute = Recompute::full;  // layer inputs only: 2·s·b·h
   CHECK(search_memory(seventy_b(), l).activation_per_layer == 2 * 16777216ULL);
+  l.recompute = Recompute::none, l.attention = AttentionKernel::naive, l.sequence_parallel = true;
+  // SP: s·b·h·(34/t + 5·a·s/(h·t)) = 16,777,216 × (34 + 80)/8; the model states do not change.
+  CHECK(search_memory(seventy_b(), l).activation_per_layer == 16777216ULL * (34 + 80) / 8);
+  CHECK(search_memory(seventy_b(), l).model_states == 10390625000ULL);
+}
+
+TEST_CASE("search: SP sends tp's bytes in twice the calls", "[plan][search]") {
+  StepRates r;
+  r.gpu_flops = 100e12, r.intra_bytes_per_s = 200e9, r.inter_bytes_per_s = 20e9, r.latency_s = 5e-6;
+  SearchLayout l;
+  l.dp = 16, l.tp = 8, l.pp = 4, l.zero = 1, l.micro_batch = 1, l.micro_batches = 64;
+  const StepTime plain = step_time(seventy_b(), l, 1024, r);
+  l.sequence_parallel = true;
+  const StepTime sp = step_time(seventy_b(), l, 1024, r);
+  const double calls = 4.0 * 20 * 64;  // 4 per layer, 20 layers a stage, 64 micro-batches
+  CHECK(sp.tp_bytes == Approx(plain.tp_bytes));
+  CHECK(sp.tp - plain.tp == Approx(calls * 5e-6));  // one more α per call: an all-gather and a reduce-scatter
+  CHECK(sp.compute == Approx(plain.compute));
+  CHECK(search_layout_problem(seventy_b(), SearchSpace{512, 1024, 8}, l).empty());
+  l.tp = 1, l.dp = 128;
+  CHECK(!search_layout_problem(seventy_b(), SearchSpace{512, 1024, 8}, l).empty());  // SP needs tp ≥ 2
 }
 
 TEST_CASE("search: the time model's pieces", "[plan][search]") {
