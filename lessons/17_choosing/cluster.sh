@@ -53,11 +53,12 @@ print("  Why the best differs, term by term (ms per step; what hides behind comp
 print("    %-8s" % "" + "".join("%9s" % k for k in ("compute", "update", "dp", "tp", "pp", "cp", "bubble", "step")))
 for name, x in (("rule", rs), ("best", bs)):
     print("    %-8s" % name + "".join("%9.0f" % ms(x[k]) for k in ("compute", "update", "dp", "tp", "pp", "cp", "bubble", "step")))
-how = []
+how = ["tp %d%s: %.0f ms of exposed tp messages, against the rule's %.0f" %
+       (best["tp"], " with SP" if best["sequence_parallel"] else "", ms(bs["tp"]), ms(rs["tp"]))]
 how.append("no pipeline, so no bubble" if best["pp"] == 1 else
            "pp %d with m = %d micro-batches, a bubble of (p−1)/m × compute = %.0f ms" % (best["pp"], best["micro_batches"], ms(bs["bubble"])))
 if best["sequence_parallel"]:
-    how.append("SP over its tp %d (C18): every activation of a layer in 1/%d, so %d sequences per micro-batch fit" % (best["tp"], best["tp"], best["micro_batch"]))
+    how.append("SP over its tp %d (C23): every activation of a layer in 1/%d, for 1.25× the bytes on tp" % (best["tp"], best["tp"]))
 if best["zero"] >= 2:
     how.append("ZeRO-%d over dp %d, its gathers and reduce-scatters behind compute but for the last bucket" % (best["zero"], best["dp"]))
 if best["cp"] > 1:
@@ -106,7 +107,7 @@ if slow["tp"] != K:
     bad.append("5 GB/s: expected the best to fill the node with tp %d (the rule's TP inside a node), measured tp %d" % (K, slow["tp"]))
 if fast["pp"] != 1 or fast["zero"] != 3:
     bad.append("100 GB/s: expected the best without a pipeline, on ZeRO-3, measured pp %d ZeRO-%d" % (fast["pp"], fast["zero"]))
-saves = lambda x: x["sequence_parallel"] or x["recompute"] != "none"  # what cuts a layer's activations (C18, C27)
+saves = lambda x: x["sequence_parallel"] or x["recompute"] != "none"  # what cuts a layer's activations (C23, C27)
 if base["memory_bytes"]["total"] <= D["search_12"]["gpu_memory_bytes"] or not saves(small) or small["memory_bytes"]["total"] > D["search_12"]["gpu_memory_bytes"]:
     bad.append("12 GB: expected the 80 GB best not to fit and the best to cut activations with SP or recompute within 12 GB, measured SP %s, recompute %s, %.2f GB" %
                (small["sequence_parallel"], small["recompute"], small["memory_bytes"]["total"] / 1e9))
@@ -129,7 +130,7 @@ print("    ring carries %.2f GB (%.0f ms exposed), paid with %.0f ms of tp insid
 print("  - 100 GB/s: the inter-node link is cheap enough for ZeRO-3 over %d replicas (dp %.1f ms exposed): no pipeline, no" %
       (fast["dp"], 1e3 * fast["seconds"]["dp"]))
 print("    bubble, tp %d only; the rule of thumb falls to rank %d." % (fast["tp"], D["search_100"]["rule_of_thumb"]["rank"]))
-cut = ("SP over tp %d (C18: activations in 1/t for the same bytes on tp)" % small["tp"] if small["sequence_parallel"] else "") + \
+cut = ("SP over tp %d (C23: activations in 1/t for 1.25× the bytes on tp)" % small["tp"] if small["sequence_parallel"] else "") + \
       (" and " if small["sequence_parallel"] and small["recompute"] != "none" else "") + \
       ("%s recompute (C27: %.0f ms more compute)" % (small["recompute"], 1e3 * (small["seconds"]["compute"] - base["seconds"]["compute"]))
        if small["recompute"] != "none" else "")

@@ -79,14 +79,14 @@ int main(int argc, char** argv) {
     // Errors every rank detects alike (bad flags: invalid_argument, exit 2) are reported once, by rank 0,
     // before any rank talks to another. Anything else may strike one rank mid-run while the others wait for
     // it: that rank reports and ends the whole job, so nobody hangs. Rank 0 speaks at once; another rank
-    // waits 5 seconds first — if rank 0 failed too, its abort has ended the job by then and the error is told
-    // once (1 second was measured too short on a loaded 2-core machine: both ranks spoke).
+    // waits first (Runtime::report_delay_seconds, 5 s) — if rank 0 failed too, its abort has ended the job by
+    // then and the error is told once (1 s was measured too short on a loaded 2-core machine: both ranks spoke).
     const int code = dynamic_cast<const std::invalid_argument*>(&e) ? 2 : 1;
     const std::string what = dynamic_cast<const std::bad_alloc*>(&e)
                                  ? "out of memory: the machine did not give this process the memory it asked for"
                                  : e.what();
     if (rt.size() > 1 && (code == 1 || cmd == "train")) {
-      if (!rt.is_root()) std::this_thread::sleep_for(std::chrono::seconds(5));
+      if (!rt.is_root()) std::this_thread::sleep_for(std::chrono::duration<double>(rt.report_delay_seconds()));
       std::fprintf(stderr, "shardlab %s: error (rank %d): %s\n", cmd.c_str(), rt.rank(), what.c_str());
       rt.abort(code);
     }

@@ -1,4 +1,4 @@
-// `shardlab plan --search`: every layout of a step on --gpus N GPUs of --gpu-mem G GB (dp × tp × pp × cp × ep, ZeRO
+// `shardlab plan --search`: every layout of a step on --gpus N GPUs of --gpu-mem G GB (dp × tp × pp × cp × ep, SP, ZeRO
 // stage, micro-batch size and count, recompute, attention kernel) for a preset or the trainer's GPT dims (with experts:
 // --moe-*, cli/moe_flags.h, or the Mixtral-like preset), ranked by the modelled step time (plan/search_ranking.h),
 // with the chapter's rule of thumb beside it (report/search_report.h); --json FILE writes the whole ranking. Exit 0
@@ -157,10 +157,9 @@ int plan_search_run(const std::vector<std::string>& args, std::ostream& out, std
   SearchFlags v;
   Flags flags(
       "shardlab plan --search",
-      "Every layout of N GPUs (dp × tp × pp × cp × ep, ZeRO stage, micro-batches, recompute, attention kernel) that "
-      "fits G GB, ranked by a step-time model: compute + optimizer update + exposed communication per axis + pipeline "
-      "bubble, "
-      "beside the chapter's rule of thumb.");
+      "Every layout of N GPUs (dp × tp × pp × cp × ep, sequence parallelism, ZeRO stage, micro-batches, recompute, "
+      "attention kernel) that fits G GB, ranked by a step-time model: compute + optimizer update + exposed "
+      "communication per axis + pipeline bubble, beside the chapter's rule of thumb.");
   define(flags, v);
   try {
     if (printed_help<SearchFail>(flags, args, out)) return 0;

@@ -3,6 +3,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -73,6 +74,11 @@ std::string Runtime::agree(const std::string& root_value) const {
   MPI_Ibcast(v.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD, &req[0]);
   detail::wait_requests(req, {0}, "agreeing on rank 0's decision (broadcast on world)");
   return v;
+}
+
+double Runtime::report_delay_seconds() const {
+  const double timeout = mpi_ ? detail::comm_timeout_seconds() : 0;
+  return timeout > 0 ? std::min(5.0, std::max(1.0, timeout - 1)) : 5.0;
 }
 
 void Runtime::abort(int code) const {

@@ -18,6 +18,10 @@ class Runtime {
   bool mpi() const { return mpi_; }
   // End every rank of the job with this exit code (after rank 0 has printed its message).
   [[noreturn]] void abort(int code) const;
+  // How long a rank other than 0 waits before reporting an error of its own (rank 0 reports at once; if it failed
+  // too, its abort ends the job first): 5 s, or less under a short comm timeout, so that the watchdog of a rank
+  // waiting for this one never speaks first — the timeout less 1 s, at least 1 s.
+  double report_delay_seconds() const;
   // Rank 0's value on every rank (collective over the world): for a decision only rank 0 can make,
   // e.g. whether it could claim the run's output directories.
   std::string agree(const std::string& root_value) const;

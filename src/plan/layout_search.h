@@ -49,7 +49,7 @@ struct SearchModel {
 
 struct SearchLayout {
   std::uint64_t dp = 1, tp = 1, pp = 1, cp = 1, ep = 1;
-  bool sequence_parallel = false;                    // SP over the tp ranks (C18)
+  bool sequence_parallel = false;                    // SP over the tp ranks (C23)
   int zero = 0;                                      // 0 (plain DP), 1, 2, 3
   std::uint64_t micro_batch = 1, micro_batches = 1;  // b, m
   Recompute recompute = Recompute::none;

@@ -104,13 +104,17 @@ StepTime step_time(const SearchModel& m, const SearchLayout& l, u64 global_batch
   const double forward = f.base / 3 / rate, backward = t.compute - forward;  // recompute runs in backward
   const double activation_msg = double(l.micro_batch) * double(m.seq / l.cp) * double(m.hidden) * kBf16;
 
-  if (l.tp > 1) {  // C18: 4 all-reduces per layer per micro-batch, synchronous; SP: each an all-gather + reduce-scatter
+  if (l.tp > 1) {  // C18: 4 all-reduces per layer per micro-batch, synchronous
     t.tp_inter = !inside_node(l.tp, K, N);
-    const double calls = 4.0 * double(blocks) * double(mb);
+    const double calls = 4.0 * double(blocks) * double(mb), share = double(l.tp - 1) / double(l.tp);
     const double b = beta(t.tp_inter);
-    t.tp = calls * (l.sequence_parallel ? 2 * ring_seconds(false, l.tp, activation_msg, b, r.latency_s)
-                                        : ring_seconds(true, l.tp, activation_msg, b, r.latency_s));
-    t.tp_bytes = calls * 2 * double(l.tp - 1) / double(l.tp) * activation_msg;
+    if (l.sequence_parallel) {  // C23: 4 all-gathers, 4 reduce-scatters and backward's 2 re-gathers (plan/tp_bytes.h)
+      t.tp = 2.5 * calls * ring_seconds(false, l.tp, activation_msg, b, r.latency_s);
+      t.tp_bytes = 2.5 * calls * share * activation_msg;
+    } else {
+      t.tp = calls * ring_seconds(true, l.tp, activation_msg, b, r.latency_s);
+      t.tp_bytes = calls * 2 * share * activation_msg;
+    }
   }
   if (l.cp > 1) {  // C24: ring attention's messages, exposed
     CpShape c;
@@ -123,8 +127,9 @@ StepTime step_time(const SearchModel& m, const SearchLayout& l, u64 global_batch
   }
   if (l.pp > 1) {  // C22: one message per micro-batch per border each way; exposed while filling and draining
     t.pp_inter = !inside_node(N, K, N);
-    t.pp_bytes = 2 * double(mb) * activation_msg;
-    t.pp = 2 * double(l.pp - 1) * (r.latency_s + activation_msg / beta(t.pp_inter));
+    const double msg = activation_msg / (l.sequence_parallel ? double(l.tp) : 1.0);  // SP: a stage sends s/t rows
+    t.pp_bytes = 2 * double(mb) * msg;
+    t.pp = 2 * double(l.pp - 1) * (r.latency_s + msg / beta(t.pp_inter));
   }
   if (const EpStepTime e = ep_step_time(m, l, r); e.messages) {  // C25: the all-to-alls, exposed
     t.ep = e.seconds, t.ep_bytes = e.bytes, t.ep_inter = e.inter;

@@ -26,10 +26,12 @@
 //             = what exceeds its window, and never less than the last bucket (α + one bucket at β); ZeRO's
 //             all-reduce of the dense shard over ep runs once after the last micro-batch: all exposed.
 //   tp        4 all-reduces per layer per micro-batch of b·(s/c)·h bf16 elements (C17, C18), all exposed (the next
-//             GEMM needs the result); with SP each is an all-gather and a reduce-scatter: the same bytes, twice the
-//             calls' α. The vocabulary-parallel head's few all-reduces are left out.
+//             GEMM needs the result); with SP (C23) each is an all-gather and a reduce-scatter, and backward
+//             gathers each region's input again: 10 one-way ring calls of (t−1)/t of the message, 1.25× plain tp's
+//             bytes (plan/tp_bytes.h's regather). The vocabulary-parallel head's few all-reduces are left out.
 //   cp        ring attention's K/V (and dK/dV) messages (plan/cp_bytes.h, bf16), all exposed.
-//   pp        one b·(s/c)·h bf16 message per micro-batch per border each way (C22); in 1F1B's steady state they hide
+//   pp        one b·(s/c)·h bf16 message per micro-batch per border each way (C22; with SP a stage sends its s/t rows);
+//   in 1F1B's steady state they hide
 //             behind compute, exposed only where the pipeline fills and drains: 2·(p−1) messages.
 //   ep        per MoE block and micro-batch the counts, dispatch and combine all-to-alls forward, dispatch and
 //             combine backward at an even load (plan/search_experts.h, plan/ep_bytes.h), all exposed.

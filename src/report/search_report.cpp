@@ -170,7 +170,7 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
                                : "        (measured on this machine by plan --calibrate: " + q.rates_file + ")\n")
       << "placement: tp innermost, then cp, ep, dp, pp outermost; a group inside one node uses the intra-node link\n"
       << "overlap: dp gradients hide behind backward, parameter all-gathers behind forward, except the last bucket;\n"
-      << "         tp (SP: an all-gather and a reduce-scatter for each all-reduce, the same bytes), cp"
+      << "         tp (SP: all-gathers, reduce-scatters and backward's re-gathers, 1.25× the bytes), cp"
       << (m.experts
               ? ", ep (4 all-to-alls + the counts per MoE layer and micro-batch, + 3 with full recompute; even load)"
               : "")
@@ -179,9 +179,8 @@ void print_search(std::ostream& out, const SearchRequest& q, const SearchResult&
       << (m.experts ? "         dp: dense gradients over dp·ep, the experts' over dp (ZeRO: shards over dp, then the "
                       "dense shard all-reduced over ep)\n"
                     : "")
-      << "memory: model states over dp·cp by ZeRO stage + the chapter's activations (SP: 34·s·b·h/t) × micro-batches "
-         "in "
-         "flight\n"
+      << "memory: model states over dp·cp by ZeRO stage + the chapter's activations (with SP 34·s·b·h/t per layer)\n"
+      << "        × micro-batches in flight\n"
       << (m.experts ? "        experts: a rank holds the dense part and E/ep experts of each MoE block, sharded by "
                       "ZeRO over dp "
                       "(the ranks with the same\n        experts); a MoE block keeps the router's and the experts' "

@@ -5,7 +5,8 @@
 #      columns, within rounding), the rule-of-thumb line with its rank; for 70B/512 the rule is the chapter's
 #      D16 × T8 × P4 (C26);
 #  (2) one 3D row of the JSON against the ordinary `plan` for the same layout: its model states against plan's
-#      "with ZeRO-1 over the D replicas" line, its activations per layer against plan's Megatron table;
+#      "with ZeRO-1 over the D replicas" line, its activations per layer against plan's Megatron table; an SP row's
+#      activations per layer against plan --sequence-parallel's "tensor + sequence" rows;
 #  (3) --inter-gbps 100× lower: no layout gets faster, layouts with no inter-node link keep their time, the best
 #      changes to one sending no more bytes between nodes; --gpu-mem 40 and --global-batch 128 move the best too;
 #  (4) --help; a --gpu-mem nothing fits: one line, exit 1 (no solution, as a failed `plan --ledger` check); bad input (0 GPUs,
@@ -53,8 +54,8 @@ EOF
   if [ -z "$why" ]; then ok "$1"; else fail "$1" "$why"; fi
 }
 
-# best FILE: the first row's layout (dp tp pp cp ep zero bxm recompute attn).
-best() { awk '/^rank by step time/ {on = NR + 3} on && NR == on {print $2, $3, $4, $5, $6, $7, $8, $9, $10}' "$1"; }
+# best FILE: the first row's layout (dp tp sp pp cp ep zero bxm recompute attn).
+best() { awk '/^rank by step time/ {on = NR + 3} on && NR == on {print $2, $3, $4, $5, $6, $7, $8, $9, $10, $11}' "$1"; }
 
 $S plan --search --gpus 64 --gpu-mem 80 --preset 7b >"$tmp/7b.txt" 2>"$tmp/7b.err"
 rc=$?
@@ -99,6 +100,25 @@ esac
 plan_per=$(awk -v l="  $label  " 'index($0, l) == 1 {gsub(",", "", $(NF-1)); print $(NF-1)}' "$tmp/plan.txt")
 if [ -n "$plan_per" ] && [ "$plan_per" = "$PER" ]; then ok "activations per layer ($R, $A, t = $T): $PER B, plan's '$label' row"
 else fail "activations per layer equal plan's '$label' row" "search $PER, plan '$plan_per'"; fi
+
+# (2b) An SP row's activations per layer against plan's "tensor + sequence" rows for the same tp.
+read -r T B A R PER < <(python3 - "$tmp/70b.json" <<'EOF'
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    if r["sequence_parallel"] and r["recompute"] != "full":
+        print(r["tp"], r["micro_batch"], r["attention"], r["recompute"], r["memory_bytes"]["activation_per_layer"])
+        break
+EOF
+)
+if [ -z "${T:-}" ]; then fail "setup: an SP row in the 70B ranking" "none"
+else
+  $S plan --preset 70b --tp "$T" --micro-batch "$B" --sequence-parallel --attention "$A" --recompute "$R" \
+    >"$tmp/plan_sp.txt" 2>&1
+  case "$R/$A" in none/naive) label="tensor + sequence parallel" ;; *) label="tensor + sequence, selective" ;; esac
+  plan_per=$(awk -v l="  $label  " 'index($0, l) == 1 {gsub(",", "", $(NF-1)); print $(NF-1)}' "$tmp/plan_sp.txt")
+  if [ -n "$plan_per" ] && [ "$plan_per" = "$PER" ]; then ok "SP: activations per layer ($R, $A, t = $T, b = $B): $PER B, plan's '$label' row"
+  else fail "SP: activations per layer equal plan's '$label' row" "search $PER, plan '$plan_per'"; fi
+fi
 
 # (3) The inter-node link 100× slower.
 $S plan --search --gpus 512 --gpu-mem 80 --preset 70b --inter-gbps 0.25 --json "$tmp/slow.json" >"$tmp/slow.txt" 2>&1

@@ -10,6 +10,7 @@
 #include "plan/layout_search.h"
 #include "plan/search_ranking.h"
 #include "plan/step_time.h"
+#include "plan/tp_bytes.h"
 
 using namespace shardlab;
 using namespace shardlab::plan;
@@ -102,7 +103,7 @@ TEST_CASE("search: memory of the chapter's 512-GPU 70B layout (C26)", "[plan][se
   CHECK(search_memory(seventy_b(), l).model_states == 10390625000ULL);
 }
 
-TEST_CASE("search: SP sends tp's bytes in twice the calls", "[plan][search]") {
+TEST_CASE("search: SP sends 1.25× tp's bytes (the re-gathers), its pipeline messages s/t rows", "[plan][search]") {
   StepRates r;
   r.gpu_flops = 100e12, r.intra_bytes_per_s = 200e9, r.inter_bytes_per_s = 20e9, r.latency_s = 5e-6;
   SearchLayout l;
@@ -110,13 +111,34 @@ TEST_CASE("search: SP sends tp's bytes in twice the calls", "[plan][search]") {
   const StepTime plain = step_time(seventy_b(), l, 1024, r);
   l.sequence_parallel = true;
   const StepTime sp = step_time(seventy_b(), l, 1024, r);
+  // The trainer's own tp bytes formula (plan/tp_bytes.h, checked against its ledgers): SP over plain, 10 units to 8.
+  TpShape t;
+  t.gpt = GptDims{32000, 2048, 8192, 80};
+  t.micro_batch = 1, t.accum = 64, t.tp = 8, t.act_bytes = 2, t.grad_bytes = 2;
+  auto activations = [&t] {  // the regions' traffic and backward's re-gathers (not the head's, not the gradients')
+    const TpStepBytes b = tp_step_bytes(tp_step_phases(t, 0, 0, 0));
+    return double(b.region + b.regather);
+  };
+  const double formula_plain = activations();
+  t.sequence_parallel = true;
+  const double formula_sp = activations();
+  CHECK(sp.tp_bytes / plain.tp_bytes == Approx(1.25));
+  CHECK(sp.tp_bytes / plain.tp_bytes == Approx(formula_sp / formula_plain));
   const double calls = 4.0 * 20 * 64;  // 4 per layer, 20 layers a stage, 64 micro-batches
-  CHECK(sp.tp_bytes == Approx(plain.tp_bytes));
-  CHECK(sp.tp - plain.tp == Approx(calls * 5e-6));  // one more α per call: an all-gather and a reduce-scatter
+  CHECK(sp.tp == Approx(2.5 * calls * (5e-6 + 7.0 / 8 * 2048 * 8192 * 2 / 200e9)));  // b·s·h bf16, (t−1)/t
+  CHECK(sp.pp_bytes == Approx(plain.pp_bytes / 8));
   CHECK(sp.compute == Approx(plain.compute));
   CHECK(search_layout_problem(seventy_b(), SearchSpace{512, 1024, 8}, l).empty());
   l.tp = 1, l.dp = 128;
   CHECK(!search_layout_problem(seventy_b(), SearchSpace{512, 1024, 8}, l).empty());  // SP needs tp ≥ 2
+  SearchModel odd = seventy_b();  // s = 24: cp 4 leaves 6 tokens a rank, which tp 4 does not divide (tp 2 does)
+  odd.seq = 24;
+  SearchLayout c;
+  c.dp = 1, c.tp = 4, c.cp = 4, c.pp = 1, c.sequence_parallel = true, c.attention = AttentionKernel::flash;
+  c.micro_batch = 1;
+  CHECK(!search_layout_problem(odd, SearchSpace{16, 8, 16}, c).empty());
+  c.tp = 2, c.dp = 2;
+  CHECK(search_layout_problem(odd, SearchSpace{16, 8, 16}, c).empty());
 }
 
 TEST_CASE("search: the time model's pieces", "[plan][search]") {
