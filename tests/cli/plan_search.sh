@@ -105,7 +105,7 @@ else fail "activations per layer equal plan's '$label' row" "search $PER, plan '
 read -r T B A R PER < <(python3 - "$tmp/70b.json" <<'EOF'
 import json, sys
 for r in json.load(open(sys.argv[1]))["rows"]:
-    if r["sequence_parallel"] and r["recompute"] != "full":
+    if r["sequence_parallel"] and r["cp"] == 1 and r["recompute"] != "full":
         print(r["tp"], r["micro_batch"], r["attention"], r["recompute"], r["memory_bytes"]["activation_per_layer"])
         break
 EOF
