@@ -103,25 +103,16 @@ RunRate run_rate(const std::string& dir) {
   const nlohmann::json j = nlohmann::json::parse(read_all(dir + "/ledger.json"));
   if (j.at("world_size").get<int>() != 1) throw std::runtime_error(dir + " is not a 1-rank run");
   const nlohmann::json& a = j.at("model").at("activations");
-  plan::PredictSpec s;
-  s.layers = a.at("layers"), s.hidden = a.at("hidden"), s.heads = a.at("heads"), s.seq = a.at("seq");
-  s.vocab = a.at("vocab"), s.micro_batch = a.at("micro_batch"), s.world = 1;
-  s.f64 = j.at("model").at("dtype") == "f64";
-  parse_recompute(a.at("recompute").get<std::string>(), &s.recompute);
-  parse_attention_kernel(a.at("attention").get<std::string>(), &s.attention);
-  const u64 accum = j.at("layout").at("accum");
-  s.global_batch = accum * s.micro_batch;
-  RunRate r;
+  RunRate r;  // the run's model as the trainer's configuration: its FLOPs, and the update's timing
   GPTConfig& g = r.model.model;
-  g.layers = int(s.layers), g.hidden = int(s.hidden), g.heads = int(s.heads), g.seq = int(s.seq),
-  g.vocab = int(s.vocab);
-  r.model.recipe.dtype = s.f64 ? Dtype::f64 : Dtype::f32;
-  r.model.micro_batch = r.model.global_batch = int(s.micro_batch);
-  r.model.attention = s.attention, r.model.recompute = s.recompute;
+  g.layers = a.at("layers"), g.hidden = a.at("hidden"), g.heads = a.at("heads"), g.seq = a.at("seq");
+  g.vocab = a.at("vocab");
+  r.model.recipe.dtype = j.at("model").at("dtype") == "f64" ? Dtype::f64 : Dtype::f32;
+  r.model.micro_batch = r.model.global_batch = a.at("micro_batch");
+  parse_recompute(a.at("recompute").get<std::string>(), &r.model.recompute);
+  parse_attention_kernel(a.at("attention").get<std::string>(), &r.model.attention);
   r.steps = j.at("layout").at("steps");
-  plan::StepRates unit;
-  unit.gpu_flops = 1;
-  r.formula_flops = plan::predict_layout(s, unit).ranks.at(0).flops;
+  r.formula_flops = formula_flops(r.model) * j.at("layout").at("accum").get<double>();  // FLOPs scale with samples
   r.from = dir;
   const nlohmann::json& f = j.at("ranks").at(0).at("flops");
   r.counted_flops = (f.at("block_forward").get<double>() + f.at("block_backward").get<double>() +
