@@ -1,6 +1,6 @@
 # shardlab — every entry point: deps, build, run, test, lessons, bench.
 #   make deps          install missing system packages (apt-get as root, sudo otherwise)
-#   make               build build/shardlab (mpicxx -O3, one compiler per core)
+#   make               build build/shardlab (mpicxx -O3, one compiler per core; one line per file, V=1 the commands)
 #   make run           train the default model on the default corpus, data parallel over every core
 #   make test          unit tests, command-line tests, MPI tests and every lesson
 #   make test-kernels  the bit-identity suites under every OpenBLAS kernel this CPU can run
@@ -44,6 +44,15 @@ ifneq ($(word 2,$(filter $(ACTIONS),$(MAKECMDGOALS))),)
 endif
 
 BUILD     := build
+# One short line per file built ("  CXX src/core/ledger.cpp"); V=1 prints the whole commands. Warnings and
+# errors print either way.
+ifeq ($(V),1)
+Q          =
+say        = @true
+else
+Q          = @
+say        = @printf '  %-4s %s\n'
+endif
 SRC_LIB   := $(filter-out src/cli/main.cpp,$(shell find src -name '*.cpp' | sort))
 OBJ_LIB   := $(SRC_LIB:%.cpp=$(BUILD)/%.o)
 SRC_UNIT  := $(shell find tests/unit -name '*.cpp' 2>/dev/null | sort)
@@ -74,23 +83,28 @@ FORCE:
 
 $(BUILD)/%.o: %.cpp $(FLAGS_USED) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
+	$(say) CXX $<
+	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -MMD -MP -c $< -o $@
 
 # Catch2's test runners hold no code worth optimising: -O0 halves their compile time (the largest two).
 $(BUILD)/tests/unit/main.o $(BUILD)/tests/mpi/main.o: private CXXFLAGS += -O0
 
 $(BUILD)/libshardlab.a: $(OBJ_LIB)
 	@rm -f $@
-	ar rcs $@ $^
+	$(say) AR $@
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/shardlab: $(BUILD)/src/cli/main.o $(BUILD)/libshardlab.a
-	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+	$(say) LINK $@
+	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/unit_tests: $(OBJ_UNIT) $(BUILD)/libshardlab.a
-	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+	$(say) LINK $@
+	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
 $(BUILD)/mpi_tests: $(OBJ_MPI) $(BUILD)/libshardlab.a
-	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+	$(say) LINK $@
+	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 
 # Seams: each textbook piece that another implementation may replace sits alone in one file (the table in
 # docs/architecture.md). `make seam SEAM=src/comm/ring_steps.cpp WITH=FILE` builds build/seams/NAME/ (NAME:
@@ -113,13 +127,17 @@ SEAM_BINS ?= shardlab unit_tests mpi_tests
 SEAM_OBJS := $(filter-out $(BUILD)/$(SEAM:.cpp=.o),$(OBJ_LIB)) $(SEAM_DIR)/seam.o
 $(SEAM_DIR)/seam.o: $(WITH) $(FLAGS_USED) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+	$(say) CXX $<
+	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 $(SEAM_DIR)/shardlab: $(BUILD)/src/cli/main.o $(SEAM_OBJS)
-	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+	$(say) LINK $@
+	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 $(SEAM_DIR)/unit_tests: $(OBJ_UNIT) $(SEAM_OBJS)
-	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+	$(say) LINK $@
+	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 $(SEAM_DIR)/mpi_tests: $(OBJ_MPI) $(SEAM_OBJS)
-	$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+	$(say) LINK $@
+	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
 seam: $(addprefix $(SEAM_DIR)/,$(SEAM_BINS))
 	@echo "make seam: $(SEAM_DIR)/ holds $(SEAM_BINS) with $(WITH) in place of $(SEAM)"
 

@@ -1,8 +1,20 @@
 #!/usr/bin/env bash
 # mpirun with what this project always needs: one BLAS thread per rank, oversubscription (2 cores
-# stand in for many GPUs), the run-as-root flags when running as root (CI does), and whether our
-# stdout is a terminal.
+# stand in for many GPUs), the run-as-root flags when running as root (CI does), whether our stdout is
+# a terminal, and a session directory of the job's own.
 # Usage: scripts/mpirun.sh -np N build/shardlab train ...
+#
+# The session directory: OpenMPI 4 keeps a job's files (contact file, PMIx stores, sockets) under
+# ompi.HOST.UID/ in the temp directory, one directory shared by every job of the user. A job that starts
+# while another removes it fails at start-up ("orte_session_dir failed"), and every job fails while a
+# file is in its way. So each job here gets a fresh directory (orte_tmpdir_base), removed when it ends;
+# a caller's own OMPI_MCA_orte_tmpdir_base is kept. When OpenMPI still cannot start the job, one line
+# after its report says what happened and what to do.
+#
+# mpirun runs as a child, not in this shell's place, so that the directory can be removed after it:
+# SIGTERM, SIGHUP and SIGQUIT sent to this script (kill, timeout) are passed on to mpirun; a terminal's
+# Ctrl-C reaches mpirun by itself (the same process group), so SIGINT is not passed on a second time.
+# Exit status: mpirun's.
 set -euo pipefail
 flags=(--oversubscribe -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1 --mca btl_vader_single_copy_mechanism none)
 # On one host: OpenMPI's own point-to-point layer over shared memory (pml ob1, btl self,vader). Left to
@@ -15,4 +27,62 @@ if [ "$(id -u)" = 0 ]; then flags+=(--allow-run-as-root); fi
 # Ranks' stdout is a pseudo-terminal under mpirun; tell them whether ours really is (progress bar or lines).
 if [ -t 1 ]; then export SHARDLAB_STDOUT_TTY=1; else export SHARDLAB_STDOUT_TTY=0; fi
 flags+=(-x SHARDLAB_STDOUT_TTY)
-exec mpirun "${flags[@]}" "$@"
+
+temp=${TMPDIR:-/tmp}
+if ! own=$(mktemp -d "$temp/shardlab-mpi.XXXXXX" 2>/dev/null); then
+  echo "shardlab: error: cannot make a directory for OpenMPI's session files in $temp (is it a writable" \
+    "directory with free space?): set TMPDIR to one" >&2
+  exit 1
+fi
+trap 'rm -rf "$own"' EXIT
+export OMPI_MCA_orte_tmpdir_base=${OMPI_MCA_orte_tmpdir_base:-$own}
+
+# mpirun's stderr passes through unchanged; a copy is kept to recognise a failed start.
+exec 3> >(tee "$own/mpirun.stderr" >&2)
+copier=$!
+job=
+pass_on() {  # the signal to mpirun; before mpirun has started, the end of this script
+  if [ -n "$job" ]; then kill -s "$1" "$job" 2>/dev/null || true; else exit $((128 + $2)); fi
+}
+trap 'pass_on TERM 15' TERM
+trap 'pass_on HUP 1' HUP
+trap 'pass_on QUIT 3' QUIT
+trap ':' INT
+mpirun "${flags[@]}" "$@" <&0 2>&3 &
+job=$!
+rc=
+while [ -z "$rc" ]; do
+  s=0
+  wait "$job" || s=$?
+  # A status above 128 with mpirun still there: a signal interrupted the wait (and was passed on).
+  if [ "$s" -gt 128 ] && kill -0 "$job" 2>/dev/null; then continue; fi
+  rc=$s
+done
+exec 3>&-
+# The copy ends when the last writer closes it: mpirun, and any process of the job that outlived it (not
+# waited for beyond 2 s).
+for _ in $(seq 20); do kill -0 "$copier" 2>/dev/null || break; sleep 0.1; done
+
+# OpenMPI's own start-up failures (its report is above): one line naming the cause and what to do.
+if [ "$rc" != 0 ]; then
+  report=$own/mpirun.stderr
+  said() { grep -q -- "$1" "$report" 2>/dev/null; }
+  if said "orte_session_dir failed" || said "session_dir.c"; then
+    dir=$(sed -n 's/^ *Directory: *//p' "$report" | head -n 1)
+    why=$(sed -n 's/^ *Error: *//p' "$report" | head -n 1)
+    if [ "$OMPI_MCA_orte_tmpdir_base" = "$own" ]; then
+      todo="set TMPDIR to a writable directory with free space"
+    else
+      todo="remove what is in its way, or unset OMPI_MCA_orte_tmpdir_base (then each job gets a fresh one)"
+    fi
+    echo "shardlab: error: OpenMPI could not start the job: it could not make its session directory" \
+      "${dir:-under $OMPI_MCA_orte_tmpdir_base}${why:+ ($why)}; $todo" >&2
+  elif said "orte_init failed\|opal_init failed\|ompi_rte_init failed\|ORTE_ERROR_LOG"; then
+    echo "shardlab: error: OpenMPI could not start the job (its report is above); nothing of shardlab ran." \
+      "Check that OpenMPI is installed whole (make deps) and that TMPDIR (${temp}) is writable" >&2
+  elif said "was unable to find the specified executable\|was unable to launch the specified application"; then
+    echo "shardlab: error: mpirun could not start the program it was given (its report is above): check its" \
+      "path (make builds build/shardlab)" >&2
+  fi
+fi
+exit "$rc"

@@ -9,6 +9,16 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# Every suite's temporary files in one directory of this run's, removed at the end (a suite killed half-way
+# leaves nothing behind). In it, a file where OpenMPI keeps the session files every job of this user shares
+# (ompi.HOST.UID): any mpirun not started through scripts/mpirun.sh, which gives each job a directory of its
+# own, fails at once — and every suite must pass with it there.
+TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/shardlab-test.XXXXXX") || exit 1
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
+for host in "$(hostname)" "$(hostname -s 2>/dev/null)"; do
+  echo "in the way of a shared OpenMPI session directory (scripts/test_all.sh)" >"$TMPDIR/ompi.$host.$(id -u)"
+done
 # Everything built before any suite starts: a lesson's own `make` must never relink a binary a suite is running.
 MAKEFLAGS= make -s build/shardlab build/unit_tests build/mpi_tests >/dev/null || exit 1
 passed=0; failed=0

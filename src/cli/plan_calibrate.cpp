@@ -26,8 +26,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -35,8 +33,12 @@
 #include "cli/command.h"
 #include "comm/communicator.h"
 #include "core/fma_peak.h"
-#include "io/files.h"
+#include "check/ledger_read.h"
+#include "io/json_file.h"
+#include "io/loss_log.h"
+#include "io/owned_files.h"
 #include "plan/rank_prediction.h"
+#include "plan/rates_file.h"
 #include "train/memory_check.h"
 #include "train/step_timer.h"
 
@@ -45,20 +47,20 @@ namespace shardlab {
 namespace {
 using u64 = std::uint64_t;
 
+constexpr const char* kCalibrateBy = "plan --calibrate --out";
+
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+std::string shortest(double x) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%g", x);
+  return s;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
 }
 
 struct RunRate {
@@ -98,39 +100,52 @@ RunRate timed_rate(TrainConfig cfg) {
   return r;
 }
 
-// A finished 1-rank run: its median step time and FLOPs per step.
-RunRate run_rate(const std::string& dir) {
-  const nlohmann::json j = nlohmann::json::parse(read_all(dir + "/ledger.json"));
-  if (j.at("world_size").get<int>() != 1) throw std::runtime_error(dir + " is not a 1-rank run");
-  const nlohmann::json& a = j.at("model").at("activations");
-  RunRate r;  // the run's model as the trainer's configuration: its FLOPs, and the update's timing
-  GPTConfig& g = r.model.model;
-  g.layers = a.at("layers"), g.hidden = a.at("hidden"), g.heads = a.at("heads"), g.seq = a.at("seq");
-  g.vocab = a.at("vocab");
-  r.model.recipe.dtype = j.at("model").at("dtype") == "f64" ? Dtype::f64 : Dtype::f32;
-  r.model.micro_batch = r.model.global_batch = a.at("micro_batch");
-  parse_recompute(a.at("recompute").get<std::string>(), &r.model.recompute);
-  parse_attention_kernel(a.at("attention").get<std::string>(), &r.model.attention);
-  r.steps = j.at("layout").at("steps");
-  r.formula_flops = formula_flops(r.model) * j.at("layout").at("accum").get<double>();  // FLOPs scale with samples
+// A finished 1-rank run: its median step time and FLOPs per step. Every file through the readers the other commands
+// use (core/paths.h's checks: never a FIFO, a device or an endless file), every value checked before it is used: the
+// configuration by the trainer's own reader and rules (config.json), the ledger's fields in range, every step time of
+// loss.csv a positive number of milliseconds.
+RunRate run_rate(const std::string& dir, bool force_memory) {
+  nlohmann::json config = read_json_file(dir + "/config.json", size_t(16) << 20);
+  if (config.is_object()) config.erase("run_id");  // the run's identity, not a setting
+  RunRate r;
+  try {
+    r.model = TrainConfig::from_json(config);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(dir + "/config.json: " + e.what());
+  }
+  if (std::string err = validate_train_config(r.model); !err.empty())
+    throw std::runtime_error(dir + "/config.json is not a run the trainer would start: " + err);
+  r.model.outputs.force_memory = force_memory;
+  if (std::string err = check_memory(r.model, 1, 0); !err.empty()) throw std::runtime_error(err);
+  const nlohmann::json j = read_json_file(dir + "/ledger.json");
+  const std::string where = dir + "/ledger.json";
+  if (plan::need_in(j, "world_size", where, 1, 1 << 20) != 1) throw std::runtime_error(dir + " is not a 1-rank run");
+  r.steps = plan::need_in(plan::need(j, "layout", where), "steps", where + " layout", 1, u64(1) << 40);
+  const double accum = double(r.model.global_batch / r.model.micro_batch);
+  r.formula_flops = formula_flops(r.model) * accum;  // FLOPs scale with samples
   r.from = dir;
-  const nlohmann::json& f = j.at("ranks").at(0).at("flops");
-  r.counted_flops = (f.at("block_forward").get<double>() + f.at("block_backward").get<double>() +
-                     f.at("block_recompute").get<double>() + f.at("other").get<double>()) /
-                    double(r.steps);  // evaluation's forwards included: a little above training's
-  std::istringstream csv(read_all(dir + "/loss.csv"));
-  std::string line;
-  std::getline(csv, line);
-  int ms_col = -1, col = 0;
-  for (std::stringstream h(line); std::getline(h, line, ','); ++col)
-    if (line == "ms") ms_col = col;
+  const nlohmann::json& ranks = plan::need(j, "ranks", where);
+  if (!ranks.is_array() || ranks.size() != 1) throw std::runtime_error(where + ": ranks is not one rank's record");
+  const nlohmann::json& f = plan::need(ranks.at(0), "flops", where + " ranks[0]");
+  double counted = 0;
+  for (const char* k : {"block_forward", "block_backward", "block_recompute", "other"}) {
+    const nlohmann::json& v = plan::need(f, k, where + " ranks[0].flops");
+    if (!v.is_number() || !(v.get<double>() >= 0) || !std::isfinite(v.get<double>()))
+      throw std::runtime_error(where + ": ranks[0].flops." + k + " is not a count of FLOPs (" + v.dump() + ")");
+    counted += v.get<double>();
+  }
+  r.counted_flops = counted / double(r.steps);  // evaluation's forwards included: a little above training's
+  const LossTable t = read_loss_csv(dir + "/loss.csv");
+  const int ms_col = t.column("ms");
   if (ms_col < 0) throw std::runtime_error(dir + "/loss.csv has no ms column");
   std::vector<double> ms;
-  for (bool first = true; std::getline(csv, line); first = false) {
-    std::stringstream row(line);
-    std::string cell;
-    for (int c = 0; c <= ms_col && std::getline(row, cell, ','); ++c)
-      if (c == ms_col && !first) ms.push_back(std::stod(cell));
+  for (size_t i = 1; i < t.rows.size(); ++i) {  // the first step warms the caches
+    const double x = t.rows[i][size_t(ms_col)];
+    if (!(x > 0 && x < 1e9))
+      throw std::runtime_error(dir + "/loss.csv: step " + std::to_string(int64_t(t.rows[i][0])) + "'s ms is " +
+                               (std::isnan(x) ? std::string("empty or nan") : shortest(x)) +
+                               ", not the milliseconds a step took");
+    ms.push_back(x);
   }
   if (ms.size() < 3) throw std::runtime_error(dir + "/loss.csv: fewer than 4 steps to time");
   r.step_seconds = median(ms) / 1e3;
@@ -192,17 +207,24 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
   if (const int code = parse_command(flags, args, rt, "plan --calibrate"); code >= 0) return code;
   std::string problem;
   if (rt.size() != 2) problem = "run it under scripts/mpirun.sh -np 2 (the ring is timed between 2 ranks)";
-  if (problem.empty() && out.empty()) problem = "--calibrate needs --out FILE";
+  if (problem.empty() && !flags.given("--out")) problem = "--calibrate needs --out FILE";
   for (const std::string& a : args)  // with --run the model is the run's: a model flag would be ignored
     if (problem.empty() && !run.empty() && a.rfind("--", 0) == 0) {
       const std::string name = a.substr(0, a.find('='));
-      if (name != "--calibrate" && name != "--run" && name != "--out")
+      if (name != "--calibrate" && name != "--run" && name != "--out" && name != "--force-memory")
         problem = "--run takes the model from the run: drop " + name;
     }
+  // The output is never one of the inputs (the run's files), nor a file shardlab did not write as this command's.
+  if (problem.empty() && rt.is_root())
+    problem = output_file_problem(out, "--out", kCalibrateBy,
+                                  run.empty() ? std::vector<std::string>{}
+                                              : std::vector<std::string>{run + "/config.json", run + "/ledger.json",
+                                                                         run + "/loss.csv"});
+  if (problem.empty() && cfg.run.steps < 1) problem = "--steps expects at least 1 step to time";
   RunRate rate;  // on every rank: the other rank times the same model beside rank 0
   if (problem.empty()) {
     try {
-      rate = run.empty() ? timed_rate(cfg) : run_rate(run);
+      rate = run.empty() ? timed_rate(cfg) : run_rate(run, cfg.outputs.force_memory);
     } catch (const std::exception& e) {
       problem = (run.empty() ? std::string("the model to time: ") : std::string("--run: ")) + e.what();
     }
@@ -296,7 +318,19 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
                         {"fma_peak_flops", peak.gflops * 1e9},
                         {"fma_isa", peak.isa},
                         {"ring_points", ring.points}}}};
-  write_text_file_atomic(out, j.dump(1) + "\n");
+  // What was measured is held to the bounds every reader of a rates file holds it to: a machine that measured
+  // nonsense (a clock gone backwards, a step of 0 ms) gets one sentence and no file.
+  plan::StepRates measured;
+  measured.gpu_flops = gpu_flops, measured.gpu_flops_flash = gpu_flops_flash;
+  measured.gpu_flops_alone = naive_alone, measured.gpu_flops_flash_alone = flash_alone;
+  measured.intra_bytes_per_s = measured.inter_bytes_per_s = ring.beta, measured.latency_s = ring.alpha;
+  measured.update_s_per_param = update_per_param;
+  if (const std::string why = plan::rates_problem(measured); !why.empty()) {
+    std::fprintf(stderr, "shardlab plan --calibrate: error: the rates measured are not a machine's (%s); %s not written\n",
+                 why.c_str(), out.c_str());
+    return 1;
+  }
+  write_owned_file(out, j.dump(1) + "\n", false, kCalibrateBy);
   std::printf("wrote %s\n", out.c_str());
   return 0;
 }

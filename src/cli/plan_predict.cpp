@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
-#include "io/files.h"
+#include "io/owned_files.h"
 #include "plan/rank_prediction.h"
 #include "plan/rates_file.h"
 
@@ -21,6 +21,8 @@ namespace shardlab::plan {
 
 namespace {
 using u64 = std::uint64_t;
+
+constexpr const char* kPredictJsonBy = "plan --predict --json";
 
 struct PredictFail {
   std::string message;
@@ -164,6 +166,9 @@ int plan_predict_run(const std::vector<std::string>& args, std::ostream& out, st
     v.s.f64 = v.dtype == "f64";
     parse_recompute(v.recompute, &v.s.recompute);
     parse_attention_kernel(v.attention, &v.s.attention);
+    if (flags.given("--json"))
+      if (std::string why = output_file_problem(v.json, "--json", kPredictJsonBy, {v.rates}); !why.empty())
+        throw PredictFail{why};
     StepRates rates;
     LayoutPrediction p;
     try {
@@ -172,7 +177,7 @@ int plan_predict_run(const std::vector<std::string>& args, std::ostream& out, st
     } catch (const std::exception& e) {  // the rates file's one line, or the layout's
       throw PredictFail{e.what()};
     }
-    if (!v.json.empty()) write_text_file_atomic(v.json, to_json(v, rates, p).dump(1) + "\n");
+    if (flags.given("--json")) write_owned_file(v.json, to_json(v, rates, p).dump(1) + "\n", false, kPredictJsonBy);
     print(out, v, rates, p);
     return 0;
   } catch (const PredictFail& f) {

@@ -6,6 +6,7 @@
 // model and the batch over).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <ostream>
 
@@ -13,7 +14,7 @@
 
 #include "cli/command.h"
 #include "cli/moe_flags.h"
-#include "io/files.h"
+#include "io/owned_files.h"
 #include "plan/rates_file.h"
 #include "report/ep_report.h"
 #include "report/plan_report.h"
@@ -23,6 +24,8 @@ namespace shardlab::plan {
 
 namespace {
 using u64 = std::uint64_t;
+
+constexpr const char* kSearchJsonBy = "plan --search --json";
 
 struct SearchFail {
   std::string message;
@@ -69,7 +72,11 @@ SearchRequest search_request(const Flags& f, const SearchFlags& v) {
   SearchRequest q;
   if (!f.given("--gpus")) throw SearchFail{"--search needs --gpus N"};
   if (v.gpus < 1 || v.gpus > 65536) throw SearchFail{"--gpus expects an integer in [1, 65536]"};
-  if (!(v.gpu_mem > 0 && v.gpu_mem < 1e9)) throw SearchFail{"--gpu-mem expects a positive number of GB"};
+  if (!(v.gpu_mem > 0 && v.gpu_mem <= 1e9)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", v.gpu_mem);
+    throw SearchFail{std::string("--gpu-mem expects a number of GB above 0 and at most 1e9, got ") + got};
+  }
   SearchModel& m = q.model;
   if (f.given("--preset")) {
     for (const char* n : {"--layers", "--hidden", "--heads", "--vocab"})
@@ -112,10 +119,11 @@ SearchRequest search_request(const Flags& f, const SearchFlags& v) {
                                 (m.seq + m.vocab) * h + m.experts * m.layers * (2.0L * h * F + F + 2.0L * h);
   if (act > 1e18L || 32.0L * psi_bound > 1e18L) throw SearchFail{"sizes too large for exact 64-bit byte counts"};
   if (!m.preset) m.psi = gpt_param_count(m.gpt());
-  for (const auto& [name, value] : {std::pair{"--gpu-tflops", v.gpu_tflops}, std::pair{"--intra-gbps", v.intra_gbps},
-                                    std::pair{"--inter-gbps", v.inter_gbps}})
-    if (!(value > 0 && value < 1e12)) throw SearchFail{std::string(name) + " expects a positive number"};
-  if (!(v.latency_us >= 0 && v.latency_us < 1e9)) throw SearchFail{"--latency-us expects a number ≥ 0"};
+  for (const std::string& why : {rate_problem("--gpu-tflops", v.gpu_tflops, kFlopRate, 1e12, "TFLOPS"),
+                                 rate_problem("--intra-gbps", v.intra_gbps, kLinkRate, 1e9, "GB/s"),
+                                 rate_problem("--inter-gbps", v.inter_gbps, kLinkRate, 1e9, "GB/s"),
+                                 rate_problem("--latency-us", v.latency_us, kLatency, 1e-6, "µs")})
+    if (!why.empty()) throw SearchFail{why};
   if (v.ranks_per_node < 1 || v.ranks_per_node > 65536)
     throw SearchFail{"--ranks-per-node expects an integer in [1, 65536]"};
   if (v.gpus > v.ranks_per_node && v.gpus % v.ranks_per_node != 0)
@@ -164,12 +172,15 @@ int plan_search_run(const std::vector<std::string>& args, std::ostream& out, std
   try {
     if (printed_help<SearchFail>(flags, args, out)) return 0;
     const SearchRequest q = search_request(flags, v);
+    if (flags.given("--json"))
+      if (std::string why = output_file_problem(v.json, "--json", kSearchJsonBy, {v.rates}); !why.empty())
+        throw SearchFail{why};
     const SearchResult result = search_layouts(q.model, q.space, q.rates, q.gpu_memory_gb * 1e9);
     if (result.counts.layouts.empty())
       throw SearchFail{"no layout splits this model and a global batch of " + std::to_string(q.space.global_batch) +
                        " over " + std::to_string(q.space.gpus) + " GPUs (" + std::to_string(result.counts.enumerated) +
                        " tried: heads % tp, layers ≥ pp, s % 2cp, E % ep, B % (dp·ep·b))"};
-    if (!v.json.empty()) write_text_file_atomic(v.json, search_json(q, result).dump(1) + "\n");
+    if (flags.given("--json")) write_owned_file(v.json, search_json(q, result).dump(1) + "\n", false, kSearchJsonBy);
     if (result.rows.empty()) {
       double least = 0;
       for (const SearchLayout& l : result.counts.layouts) {

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <unistd.h>
+
 #include "core/paths.h"
 #include "io/owned_files.h"
 
@@ -27,13 +29,14 @@ LossLog::LossLog(const std::string& path, bool f64, int resume_step, const std::
     std::string line;
     if (std::getline(in, line)) {
       kept = line + "\n";
-      while (std::getline(in, line))
-        if (!line.empty() && std::atoi(line.c_str()) <= resume_step) kept += line + "\n";
+      while (std::getline(in, line))  // a last row without its line break was cut short: not kept
+        if (!line.empty() && !in.eof() && std::atoi(line.c_str()) <= resume_step) kept += line + "\n";
     }
   }
   write_owned_file(path, kept, true);
   f_ = std::fopen(path.c_str(), "a");
   if (!f_) throw std::runtime_error("cannot append to " + path + ": " + std::strerror(errno));
+  whole_ = static_cast<long>(kept.size());
 }
 
 LossLog::~LossLog() {
@@ -68,10 +71,19 @@ void LossLog::line(int step, const std::string& text) {
 }
 
 void LossLog::flush(int step) {
-  // A full disk (or any write error) stops the run: a loss.csv that silently lost rows would lie.
-  if (std::fflush(f_) != 0 || std::ferror(f_))
-    throw std::runtime_error("cannot write " + path_ + " (" + std::strerror(errno) + "); the rows before step " +
-                             std::to_string(step) + " are kept");
+  // A full disk (or any write error) stops the run: a loss.csv that silently lost rows would lie. What reached the
+  // file of the row that failed is cut off again, so the rows kept are whole (truncating frees space: it works on a
+  // full disk).
+  if (std::fflush(f_) != 0 || std::ferror(f_)) {
+    const std::string why = std::strerror(errno);
+    const bool cut = ::ftruncate(::fileno(f_), whole_) == 0;
+    std::fclose(f_);
+    f_ = std::fopen(path_.c_str(), "a");  // the rows kept stay shardlab's (recorded when the log closes)
+    throw std::runtime_error("cannot write " + path_ + " (" + why + "); the rows before step " + std::to_string(step) +
+                             (cut ? " are kept, whole" : " are kept, and the row of step " + std::to_string(step) +
+                                                             " may be cut short"));
+  }
+  whole_ = std::ftell(f_);
 }
 
 int LossTable::column(const std::string& name) const {
@@ -109,6 +121,12 @@ LossTable read_loss_csv(const std::string& path) {
   while (next_line()) {
     ++lineno;
     if (line.empty()) continue;
+    if (in.eof() && text.back() != '\n') {  // the last row has no line break: its writer stopped inside it
+      t.torn = "'" + path + "' line " + std::to_string(lineno) + " (\"" + line.substr(0, 60) +
+               (line.size() > 60 ? "…" : "") + "\") ends inside its row, without a line break (a write cut short: a " +
+               "full disk or a crash); read the " + std::to_string(t.rows.size()) + " whole rows before it";
+      break;
+    }
     std::vector<double> row;
     std::stringstream s(line + ",");  // the trailing comma keeps an empty last cell
     while (std::getline(s, cell, ',')) {

@@ -3,7 +3,9 @@
 // printed to round-trip exactly (%.17g for f64 runs, %.9g for f32; lr always %.17g). ms is wall
 // clock and the only column that differs between two identical runs. val_loss is empty on steps
 // without an evaluation. Rows are flushed as they are written, so a crash keeps what was logged; a row
-// that cannot be written (a full disk) is an error, never a silent gap.
+// that cannot be written (a full disk) is an error, never a silent gap, and the file is cut back to the
+// last whole row, so that it stays a log every reader takes. A file that still ends inside a row (written
+// by an older shardlab, or cut by a crash of the machine) is read up to that row, which the reader names.
 #pragma once
 #include <cstdio>
 #include <optional>
@@ -31,6 +33,7 @@ class LossLog {
  private:
   std::string path_;
   std::FILE* f_ = nullptr;
+  long whole_ = 0;  // bytes of the file up to its last whole row
   const char* fmt_;
   void flush(int step);
 };
@@ -39,6 +42,9 @@ class LossLog {
 struct LossTable {
   std::vector<std::string> columns;
   std::vector<std::vector<double>> rows;
+  // "" or, when the file ends inside its last row (no line break after it), which row that is and what was kept:
+  // "'D/loss.csv' line 302 ends inside its row (…); read its 300 whole rows" — for the reader to print as a warning.
+  std::string torn;
   int column(const std::string& name) const;  // -1 if absent
 };
 LossTable read_loss_csv(const std::string& path);  // throws std::runtime_error with a clear message

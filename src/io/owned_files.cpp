@@ -1,5 +1,6 @@
 // The files shardlab owns (see owned_files.h). DIR/shardlab-files.json:
-//   {"shardlab_files": 1, "files": {"loss.csv": {"bytes": 35, "sha256": "…"}, …}}
+//   {"shardlab_files": 1, "files": {"loss.csv": {"bytes": 35, "sha256": "…"}, "p.json": {…, "by": "plan --predict
+//   --json"}, …}}
 // rewritten whole (atomically) after every file it records. A manifest that is not this format is somebody
 // else's file: nothing in its directory is then shardlab's, and it is never replaced.
 #include "io/owned_files.h"
@@ -62,13 +63,27 @@ bool only_rows(const std::string& tail) {
   return true;
 }
 
+// How a file's writer is named in a message.
+std::string writer(const std::string& by) {
+  return by.empty() ? "a run of shardlab (or as one of its pictures)" : "`" + by + "`";
+}
+
 }  // namespace
 
-std::string owned_file_problem(const std::string& path, bool log) {
+std::string owned_file_problem(const std::string& path, bool log, const std::string& by) {
   const fs::path p(path);
   std::error_code ec;
   if (!fs::exists(p, ec) && !fs::is_symlink(p, ec)) return "";
-  if (fs::is_symlink(p, ec) || !fs::is_regular_file(p, ec)) return "'" + path + "' is not a regular file";
+  if (fs::is_symlink(p, ec) || !fs::is_regular_file(p, ec)) {
+    const fs::file_type t = fs::status(p, ec).type();
+    const char* what = fs::is_symlink(p, ec)             ? " (a symbolic link)"
+                       : t == fs::file_type::directory   ? " (a directory)"
+                       : t == fs::file_type::fifo        ? " (a FIFO)"
+                       : t == fs::file_type::socket      ? " (a socket)"
+                       : t == fs::file_type::block || t == fs::file_type::character ? " (a device)"
+                                                                                    : "";
+    return "'" + path + "' is not a regular file" + what;
+  }
   const Manifest m = read_manifest(dir_of(p));
   if (!m.problem.empty()) return "'" + path + "' is not recorded as shardlab's (" + m.problem + ")";
   const std::string name = p.filename().string();
@@ -76,7 +91,7 @@ std::string owned_file_problem(const std::string& path, bool log) {
     return "'" + path + "' was not written by shardlab (" + m.path.string() + " does not list it)";
   const nlohmann::json& rec = m.files[name];
   const uint64_t bytes = rec.value("bytes", uint64_t(0));
-  const std::string sha = rec.value("sha256", "");
+  const std::string sha = rec.value("sha256", ""), was_by = rec.value("by", "");
   std::string text;
   try {
     text = read_file(path, size_t(1) << 34);
@@ -86,8 +101,21 @@ std::string owned_file_problem(const std::string& path, bool log) {
   const bool same = text.size() == bytes && sha256_hex(text.data(), text.size()) == sha;
   const bool grown =
       log && text.size() > bytes && sha256_hex(text.data(), bytes) == sha && only_rows(text.substr(bytes));
-  if (same || grown) return "";
-  return "'" + path + "' was changed since shardlab wrote it";
+  if (!same && !grown) return "'" + path + "' was changed since shardlab wrote it";
+  if (was_by != by) return "'" + path + "' was written by " + writer(was_by) + ", not by " + writer(by);
+  return "";
+}
+
+std::string output_file_problem(const std::string& path, const std::string& flag, const std::string& by,
+                                const std::vector<std::string>& inputs) {
+  std::error_code ec;
+  if (path.empty()) return flag + " needs a file name";
+  for (const std::string& in : inputs)
+    if (!in.empty() && fs::exists(in, ec) && fs::exists(path, ec) && fs::equivalent(in, path, ec))
+      return "'" + path + "' is one of the command's inputs; give another " + flag;
+  if (std::string why = owned_file_problem(path, false, by); !why.empty())
+    return why + "; shardlab never replaces it: give another " + flag;
+  return "";
 }
 
 std::string owned_record_problem(const std::string& dir) { return read_manifest(fs::path(dir)).problem; }
@@ -97,18 +125,23 @@ void record_owned_file(const std::string& path) {
   Manifest m = read_manifest(dir_of(p));
   if (!m.problem.empty()) throw std::runtime_error("cannot record " + path + ": " + m.problem);
   const std::string text = read_file(path, size_t(1) << 34);
-  m.files[p.filename().string()] = {{"bytes", text.size()}, {"sha256", sha256_hex(text.data(), text.size())}};
+  nlohmann::json& rec = m.files[p.filename().string()];
+  const std::string by = rec.is_object() ? rec.value("by", "") : "";
+  rec = {{"bytes", text.size()}, {"sha256", sha256_hex(text.data(), text.size())}};
+  if (!by.empty()) rec["by"] = by;
   write_manifest(m);
 }
 
-void write_owned_file(const std::string& path, const std::string& text, bool log) {
-  if (std::string why = owned_file_problem(path, log); !why.empty())
+void write_owned_file(const std::string& path, const std::string& text, bool log, const std::string& by) {
+  if (std::string why = owned_file_problem(path, log, by); !why.empty())
     throw std::runtime_error(why + "; shardlab never replaces such a file: move it away");
   const fs::path p(path);
   Manifest m = read_manifest(dir_of(p));
   if (!m.problem.empty()) throw std::runtime_error("cannot write " + path + ": " + m.problem);
   write_text_file_atomic(path, text);
-  m.files[p.filename().string()] = {{"bytes", text.size()}, {"sha256", sha256_hex(text.data(), text.size())}};
+  nlohmann::json rec = {{"bytes", text.size()}, {"sha256", sha256_hex(text.data(), text.size())}};
+  if (!by.empty()) rec["by"] = by;
+  m.files[p.filename().string()] = rec;
   write_manifest(m);
 }
 

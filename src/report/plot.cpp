@@ -82,11 +82,7 @@ std::string plot_output_problem(const std::string& path, const std::vector<std::
                                 const std::string& flag) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  for (const std::string& in : inputs)
-    if (fs::exists(in, ec) && fs::exists(path, ec) && fs::equivalent(in, path, ec))
-      return "'" + path + "' is one of the inputs; give another " + flag;
-  if (std::string why = owned_file_problem(path); !why.empty())
-    return why + "; shardlab never replaces it: give another " + flag;
+  if (std::string why = output_file_problem(path, flag, "", inputs); !why.empty()) return why;
   if (fs::exists(path, ec) && read_file(path, size_t(64) << 20).substr(0, 512).find(kPlotMark) == std::string::npos)
     return "'" + path + "' is a file of shardlab's but not a picture it drew; give another " + flag;
   return "";

@@ -22,4 +22,7 @@ fail() {
   fi
 }
 last() { tail -n 3 "$1" | tr '\n' '|'; }
+# descendants PID: every process below PID (its children, theirs, …), one pid a line — a job's ranks under
+# scripts/mpirun.sh, which runs mpirun as its child.
+descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
 head -c 20000 data/corpus.txt >"$tmp/small.txt"

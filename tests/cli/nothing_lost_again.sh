@@ -140,7 +140,8 @@ stop_at_start() {  # stop_at_start RANK SECONDS: SIGSTOP that rank SECONDS after
   local job=$!
   started+=("$job")
   for _ in $(seq 100); do  # the rank's process, once it exists (a busy machine starts it late)
-    for p in $(pgrep -x -P "$job" shardlab); do  # this job's ranks only: other suites run beside this one
+    for p in $(descendants "$job"); do  # this job's ranks only: other suites run beside this one
+      [ "$(cat "/proc/$p/comm" 2>/dev/null)" = shardlab ] || continue
       r=$({ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
       [ "$r" = "$rank" ] && pid=$p
     done
@@ -151,7 +152,7 @@ stop_at_start() {  # stop_at_start RANK SECONDS: SIGSTOP that rank SECONDS after
   [ -n "$pid" ] && kill -STOP "$pid" && started+=("$pid")
   start=$(date +%s)
   for _ in $(seq 300); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
-  kill -0 "$job" 2>/dev/null && { pkill -9 -P "$job"; kill -9 "$job"; }  # never waits for ever
+  kill -0 "$job" 2>/dev/null && { kill -9 $(descendants "$job") "$job" 2>/dev/null; }  # never waits for ever
   wait "$job" 2>/dev/null
   rc=$?
   local took=$(($(date +%s) - start)) line

@@ -132,7 +132,7 @@ fi
 echo "my drawing" >"$W/mine.svg"
 refused "(1) schedule --svg over a person's file: refused, naming --svg" 2 "never replaces it: give another --svg\$" \
   "$S" schedule --svg "$W/mine.svg"
-refused "(1) schedule --svg a directory: refused, naming --svg" 2 "is not a regular file; shardlab never replaces it: give another --svg\$" \
+refused "(1) schedule --svg a directory: refused, naming --svg" 2 "is not a regular file \(a directory\); shardlab never replaces it: give another --svg\$" \
   "$S" schedule --svg "$W"
 [ "$(cat "$W/mine.svg")" = "my drawing" ] && ok "(1) ... and the person's file is unchanged" || fail "(1) mine.svg unchanged" "$(head -c 80 "$W/mine.svg")"
 
