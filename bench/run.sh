@@ -127,7 +127,7 @@ done
 
 echo
 echo "predicted vs measured step time: plan --predict at this machine's rates (plan --calibrate) against real runs,"
-echo "  13 layouts of L4 H128 A4 S64, global batch 8 (scripts/predict_table.py; each run's median step of 20, median of"
+echo "  17 layouts of L4 H128 A4 S64, global batch 8 (scripts/predict_table.py; each run's median step of 20, median of"
 echo "  3 runs, alternating layouts). Report only: memory and bytes must match exactly (exit 1 otherwise); time is"
 echo "  compared where ranks ≤ cores"
 python3 scripts/clock.py can-time 2 | sed 's/^/  /' || true  # a busy machine: the errors measure it too (said below)

@@ -49,6 +49,10 @@ LAYOUTS = [
     ("dp2-tp2", 4, ["--dp", "2", "--tp", "2"]),
     ("tp2-pp2", 4, ["--tp", "2", "--pp", "2"]),
     ("dp2-pp2-tp2", 8, ["--dp", "2", "--pp", "2", "--tp", "2"]),
+    ("tp2-sp", 2, ["--tp", "2", "--sequence-parallel"]),  # the trainer's rules, and its layouts, in the prediction
+    ("dp2-zero2-bf16", 2, ["--dp", "2", "--zero", "2", "--mixed", "bf16"]),  # the chapter's recipe (plan --search's)
+    ("dp2-exact", 2, ["--dp", "2", "--exact"]),
+    ("cp2-exact", 2, ["--cp", "2", "--exact"]),
 ]
 STATES = ["param", "grad", "master", "adam_m", "adam_v", "momentum"]
 AXES = ["dp", "tp", "pp", "cp"]
@@ -75,6 +79,8 @@ def measured(run_dir):
                 sent[t["axis"]] += b
             elif t["axis"] in ("pp", "cp") and t["op"] == "send":
                 sent[t["axis"]] += b
+            elif t["axis"] == "cp" and t["op"] == "all_to_all" and t.get("purpose") == "exact_rows":
+                sent["cp"] += b  # the exact mode's cp: whole samples' rows, no ring (plan/exact_cp_bytes.h)
             elif t["axis"] == "ep" and t["op"] == "all_reduce" and t.get("purpose") == "dense_grads":
                 sent["ep_grad"] += b
             elif t["axis"] == "ep" and t["op"] == "all_to_all":
@@ -151,7 +157,9 @@ def main():
             bad = (bad + "; " if bad else "") + "plan --ledger fails on the run"
         failed |= bool(bad)
         t_meas, t_pred = statistics.median(times[name]), pred["step_seconds"]
-        timed = np_ <= cores and name != "single"  # single: the calibration's own layout, not a prediction
+        # single: the calibration's own layout, not a prediction; --exact: its order-free sums' slower step is not
+        # what the time model prices (its memory and bytes are)
+        timed = np_ <= cores and name != "single" and "--exact" not in flags
         rows.append({"layout": name, "ranks": np_,
                      "model_states": [p["model_states"] for p in pred["ranks"]],
                      "model_states_measured": [m["model_states"] for m in meas[name][-1]],
@@ -194,7 +202,8 @@ def print_table(rows, cores):
         act = fmt_list(r["activation_peak"]) + (" =" if r["exact"] else "")
         b = " ".join("-" if r["bytes"][x][0] is None else "%d" % r["bytes"][x][0] for x in AXES)
         b += " =" if r["exact"] else " ≠"
-        err = "%+.0f%%" % (100 * r["error"]) if r["timed"] else "calib." if r["layout"] == "single" else "untimed"
+        err = ("%+.0f%%" % (100 * r["error"]) if r["timed"] else "calib." if r["layout"] == "single" else
+               "exact" if r["layout"].endswith("exact") else "untimed")
         print("%-12s %5d  %-24s %-22s %-34s %9.2f %9.2f %7s" % (r["layout"], r["ranks"], states, act, b,
               1e3 * r["step_predicted_s"], 1e3 * r["step_measured_s"], err))
         if r["mismatch"]:
@@ -207,7 +216,8 @@ def print_table(rows, cores):
                                         "" if e["activation_peak"] is None else
                                         " (%+.1f%%)" % (100 * (e["activation_peak"] - act) / act)))
     print("(= : the prediction equals the run's ledger on every rank, each value per rank; calib.: the layout the FLOP "
-          "rate was calibrated on (its error is run-to-run noise); untimed: more ranks than the %d cores — ranks wait "
+          "rate was calibrated on (its error is run-to-run noise); exact: the exact mode, whose slower step the time "
+          "model does not price (its memory and bytes it does); untimed: more ranks than the %d cores — ranks wait "
           "for a core, so the wall clock is not the model's step; even load: the router sends each token where it "
           "chooses, so the all-to-alls and expert rows of a run are uneven and change every step — estimates, not "
           "checked)" % cores)

@@ -111,7 +111,7 @@ RunRate run_rate(const std::string& dir, bool force_memory) {
   try {
     r.model = TrainConfig::from_json(config);
   } catch (const std::exception& e) {
-    throw std::runtime_error(dir + "/config.json: " + e.what());
+    throw std::runtime_error(dir + "/config.json is " + e.what());
   }
   if (std::string err = validate_train_config(r.model); !err.empty())
     throw std::runtime_error(dir + "/config.json is not a run the trainer would start: " + err);
@@ -136,6 +136,7 @@ RunRate run_rate(const std::string& dir, bool force_memory) {
   }
   r.counted_flops = counted / double(r.steps);  // evaluation's forwards included: a little above training's
   const LossTable t = read_loss_csv(dir + "/loss.csv");
+  if (!t.torn.empty()) std::fprintf(stderr, "shardlab plan --calibrate: warning: %s\n", t.torn.c_str());
   const int ms_col = t.column("ms");
   if (ms_col < 0) throw std::runtime_error(dir + "/loss.csv has no ms column");
   std::vector<double> ms;

@@ -16,6 +16,7 @@
 #include "io/owned_files.h"
 #include "plan/rank_prediction.h"
 #include "plan/rates_file.h"
+#include "train/train_config.h"
 
 namespace shardlab::plan {
 
@@ -30,10 +31,29 @@ struct PredictFail {
 
 struct PredictFlags {
   bool predict = false;
-  std::string dtype = "f32", recompute = "none", attention = "naive", rates, json;
+  std::string dtype = "f32", mixed = "none", recompute = "none", attention = "naive", rates, json;
   u64 np = 0, zero = 0;
   PredictSpec s;
 };
+
+// The trainer's configuration of spec s (AdamW, pure f32 or f64 or mixed bf16, 1F1B with pp), and its verdict: the rules of
+// `shardlab train` (train/train_config.h's validate_train_config and validate_world), "" when it would start it.
+std::string trainer_problem(const PredictSpec& s) {
+  TrainConfig c;
+  c.model.layers = int(s.layers), c.model.hidden = int(s.hidden), c.model.heads = int(s.heads);
+  c.model.seq = int(s.seq), c.model.vocab = int(s.vocab);
+  c.model.moe.experts = int(s.experts), c.model.moe.top_k = int(s.top_k);
+  c.micro_batch = int(s.micro_batch), c.global_batch = int(s.global_batch);
+  c.recipe.dtype = s.f64 ? Dtype::f64 : Dtype::f32;
+  c.recipe.mixed = s.bf16 ? Mixed::bf16 : Mixed::none;
+  c.recompute = s.recompute, c.attention = s.attention;
+  ParallelLayout& l = c.layout;
+  l.dp = int(s.dp), l.tp = int(s.tp), l.pp = int(s.pp), l.cp = int(s.cp), l.ep = int(s.ep), l.zero = s.zero;
+  l.bucket_mb = s.bucket_mb, l.sequence_parallel = s.sequence_parallel, l.exact = s.exact;
+  l.schedule = ScheduleKind::one_f_one_b;
+  if (std::string why = validate_train_config(c); !why.empty()) return why;
+  return validate_world(c, int(s.world));
+}
 
 void define(Flags& f, PredictFlags& v) {
   f.flag("--predict", v.predict, "predict one layout of the trainer's GPT, rank by rank");
@@ -44,7 +64,8 @@ void define(Flags& f, PredictFlags& v) {
   f.add("--heads", v.s.heads, "attention heads");
   f.add("--seq", v.s.seq, "sequence length");
   f.add("--vocab", v.s.vocab, "vocabulary size");
-  f.choice("--dtype", v.dtype, {"f32", "f64"}, "compute type (AdamW, no mixed precision)");
+  f.choice("--dtype", v.dtype, {"f32", "f64"}, "compute type (AdamW)");
+  f.choice("--mixed", v.mixed, {"none", "bf16"}, "mixed precision: bf16 weights and gradients, an fp32 master");
   f.add("--global-batch", v.s.global_batch, "samples per optimizer step");
   f.add("--micro-batch", v.s.micro_batch, "samples per forward/backward");
   f.choice("--recompute", v.recompute, {"none", "selective", "full"}, "recompute in backward");
@@ -59,6 +80,9 @@ void define(Flags& f, PredictFlags& v) {
   f.add("--ep", v.s.ep, "expert-parallel ranks");
   f.add("--zero", v.zero, "ZeRO stage 0 | 1 | 2 | 3");
   f.add("--bucket-mb", v.s.bucket_mb, "DP gradient bucket size in MB");
+  f.flag("--sequence-parallel", v.s.sequence_parallel, "tp's regions split along the sequence (Korthikanti's SP)");
+  f.flag("--exact", v.s.exact,
+         "the exact mode: its 32-byte order-free sums (bytes and memory exact; its slower step is not modelled)");
   f.group("Machine and output");
   f.add("--rates", v.rates, "FILE: rates measured by `plan --calibrate` (else the chapter's A100 defaults)", "FILE");
   f.add("--json", v.json, "FILE: the prediction as JSON", "FILE");
@@ -157,15 +181,14 @@ int plan_predict_run(const std::vector<std::string>& args, std::ostream& out, st
           std::pair{"--micro-batch", v.s.micro_batch}, std::pair{"--tp", v.s.tp}, std::pair{"--pp", v.s.pp},
           std::pair{"--cp", v.s.cp}, std::pair{"--ep", v.s.ep}})
       if (x < 1 || x > (u64(1) << 20)) throw PredictFail{std::string(name) + " expects an integer in [1, 1048576]"};
-    if (v.s.experts == 0 && v.s.ep > 1) throw PredictFail{"--ep needs --moe-experts"};
-    if (v.s.experts > 0 && (v.s.experts % v.s.ep != 0 || v.s.top_k < 1 || v.s.top_k > v.s.experts))
-      throw PredictFail{"--moe-experts must be a multiple of --ep and at least --moe-top-k ≥ 1"};
-    if (!(v.s.bucket_mb > 0)) throw PredictFail{"--bucket-mb expects a positive number"};
     v.s.world = v.np;
     v.s.zero = int(v.zero);
     v.s.f64 = v.dtype == "f64";
+    v.s.bf16 = v.mixed == "bf16";
     parse_recompute(v.recompute, &v.s.recompute);
     parse_attention_kernel(v.attention, &v.s.attention);
+    // A layout is valid when the trainer would start it: its own rules, its own sentences.
+    if (std::string why = trainer_problem(v.s); !why.empty()) throw PredictFail{"the trainer would refuse this: " + why};
     if (flags.given("--json"))
       if (std::string why = output_file_problem(v.json, "--json", kPredictJsonBy, {v.rates}); !why.empty())
         throw PredictFail{why};

@@ -204,11 +204,18 @@ int ring_command(const CommandArgs& args, const Runtime& rt) {
   for (std::string item; std::getline(s, item, ',');) {
     char* end = nullptr;
     const double v = std::strtod(item.c_str(), &end);  // a plain decimal: no sign, space, hex or exponent
-    if (item.empty() || *end || item.find_first_not_of("0123456789.") != std::string::npos || !(v > 0 && v <= 4096))
-      throw std::invalid_argument("--sizes-mb expects sizes in MB in (0, 4096] separated by commas, got '" + sizes +
-                                  "'");
+    if (item.empty() || *end || item.find_first_not_of("0123456789.") != std::string::npos ||
+        !(v >= 0.001 && v <= 4096))
+      throw std::invalid_argument("--sizes-mb expects sizes in MB in [0.001, 4096] separated by commas, got '" +
+                                  sizes + "'");
     mb.push_back(v);
   }
+  // A flag that would change nothing is refused, never silently dropped: the sweep has its own sizes, in f32.
+  if (flags.given("--sizes-mb"))
+    for (const char* other : {"--elements", "--dtype"})
+      if (flags.given(other))
+        throw std::invalid_argument(std::string("--sizes-mb sweeps f32 payloads of its own sizes: drop ") + other);
+  if (n < 1) throw std::invalid_argument("--elements expects at least 1 element to all-reduce");
   // The payload and its copy per rank, against what the machine has (the ranks share it).
   const double elem = element == Element::f64 ? 8 : element == Element::bf16 ? 2 : 4;
   double largest = double(n) * elem;

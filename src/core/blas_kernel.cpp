@@ -55,6 +55,15 @@ int blas_kernel_tier(const std::string& name) {
   return 0;
 }
 
+namespace {
+bool same_name(const std::string& a, const std::string& b) {  // OpenBLAS reads OPENBLAS_CORETYPE in any case
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+}  // namespace
+
 std::string best_blas_kernel() {
   const CpuFeatures& f = cpu_features();
   if (!f.x86) return "";
@@ -93,6 +102,9 @@ const BlasKernel& blas_kernel() {
     if (!forced.empty() && forced == env(kChosen))
       b.how = "chosen by the CPU's features (" + cpu_features().vector_isa() + "; OpenBLAS alone picked " +
               env(kFallback) + ")";
+    else if (!forced.empty() && !same_name(forced, b.name))  // OpenBLAS ignores a name it has no kernel for
+      b.how = "OpenBLAS's choice: it has no kernel named OPENBLAS_CORETYPE=" + forced + " (or not for this CPU)" +
+              (best.empty() ? std::string() : "; this CPU's best is " + best);
     else if (!forced.empty()) {
       b.how = "set by OPENBLAS_CORETYPE=" + forced;
       if (!best.empty() && blas_kernel_tier(b.name) < blas_kernel_tier(best))

@@ -278,11 +278,16 @@ LoadedCheckpoint load_checkpoint(const std::string& dir_or_step) {
   // meta.json
   const fs::path meta_path = step_dir / "meta.json";
   if (!fs::exists(meta_path, ec)) throw err(step_dir, "missing meta.json");
-  const std::vector<uint8_t> meta_bytes = read_whole_file(meta_path);
+  std::string meta_text;  // text: a NUL byte (never in JSON shardlab writes) is refused, not read past
+  try {
+    meta_text = read_file(meta_path.string(), size_t(1) << 24);
+  } catch (const std::runtime_error& e) {
+    throw err(meta_path, e.what());
+  }
   LoadedCheckpoint out;
   out.path = step_dir.string();
   try {
-    out.meta = nlohmann::json::parse(meta_bytes.begin(), meta_bytes.end());
+    out.meta = nlohmann::json::parse(meta_text);
   } catch (const nlohmann::json::parse_error& e) {
     throw err(meta_path, std::string("bad JSON (") + e.what() + ")");
   }

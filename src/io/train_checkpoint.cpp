@@ -109,8 +109,29 @@ nlohmann::json checkpoint_config_json(const std::string& dir_or_step, int64_t* s
   return ck.meta.at("config");
 }
 
+namespace {
+// meta.json's parameter count is checked, not trusted: it must be the count of the model file's own tensors (a count
+// off by one is a damaged or edited meta.json, even where every tensor's shape still matches the model).
+void check_param_count(const LoadedCheckpoint& ck) {
+  if (!ck.meta.contains("params")) return;  // written before the count was recorded
+  const auto model = ck.files.find("model.safetensors");
+  if (model == ck.files.end()) return;  // the callers say that it is missing
+  uint64_t held = 0;
+  for (const std::string& name : model->second.names()) {
+    uint64_t n = 1;
+    for (int64_t d : model->second.shape(name)) n *= uint64_t(d);
+    held += n;
+  }
+  const nlohmann::json& p = ck.meta["params"];
+  if (!p.is_number_unsigned() || p.get<uint64_t>() != held)
+    throw std::runtime_error("checkpoint " + ck.path + ": meta.json says " + p.dump() +
+                             " parameters, but its model.safetensors holds " + std::to_string(held));
+}
+}  // namespace
+
 void check_train_checkpoint(const std::string& dir_or_step, const Recipe& recipe, const ParamLayout& layout) {
   LoadedCheckpoint ck = load_checkpoint(dir_or_step);
+  check_param_count(ck);
   const std::string full = recipe.f64() ? "F64" : "F32", model = recipe.bf16() ? "BF16" : full;
   std::vector<std::pair<std::string, std::string>> kinds = {{"model", model}};  // kind, dtype
   for (Mem c : kOptimizerStates)
@@ -137,6 +158,7 @@ void check_train_checkpoint(const std::string& dir_or_step, const Recipe& recipe
 template <class T>
 int64_t load_train_checkpoint(const std::string& dir_or_step, const ParamLayout& layout, const NamedStores<T>& stores) {
   LoadedCheckpoint ck = load_checkpoint(dir_or_step);
+  check_param_count(ck);
   std::vector<unsigned char> tensor;
   for (const auto& [kind, store] : stores) {
     const std::string file = kind == "model" ? "model.safetensors" : "optimizer.safetensors";

@@ -123,7 +123,7 @@ SearchMemory search_memory(const SearchModel& m, const SearchLayout& l) {
     for (int stage = 0; stage < s.pp; ++stage) {
       const u64 psi = stage_param_count(s, stage);
       if (psi <= mem.psi_slice) continue;
-      mem.psi_slice = psi;
+      mem.psi_slice = psi, mem.stage = stage;
       const ChunkSpec& c = part.chunk(stage, 0);
       mem.psi_experts = held_expert_params(d, l.ep, u64(c.first_block), u64(c.end_block));
     }

@@ -86,6 +86,7 @@ std::uint64_t largest_stage_blocks(const SearchModel& m, std::uint64_t pp);
 
 struct SearchMemory {
   std::uint64_t psi_slice = 0;             // parameters the GPU holds a share of (its tp slice of its stage)
+  int stage = 0;                           // the stage priced: the one holding the most (the first of equals)
   std::uint64_t psi_experts = 0;           // of those, its experts' (E/ep per MoE block of its stage)
   std::uint64_t model_states = 0;          // bytes
   std::uint64_t activation_per_layer = 0;  // bytes per layer per micro-batch (the largest block's: a MoE one's)

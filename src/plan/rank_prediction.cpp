@@ -17,6 +17,7 @@
 #include "parallel/schedule.h"
 #include "plan/cp_bytes.h"
 #include "plan/ep_bytes.h"
+#include "plan/exact_cp_bytes.h"
 #include "plan/moe_items.h"
 #include "plan/pipeline_stages.h"
 #include "plan/tp_bytes.h"
@@ -77,18 +78,18 @@ std::string describe_layout(const PredictSpec& s) {
                                       {"heads", s.heads},
                                       {"layers", s.layers},
                                       {"vocab", s.vocab},
-                                      {"width", s.f64 ? 8 : 4},
+                                      {"width", s.bf16 ? 2 : s.f64 ? 8 : 4},
                                       {"stat_width", s.f64 ? 8 : 4},
                                       {"attention", attention_name(s.attention)},
                                       {"recompute", recompute_name(s.recompute)},
                                       {"dropout", 0.0},
                                       {"micro_batches", accum},
                                       {"tp", s.tp},
-                                      {"sequence_parallel", false},
+                                      {"sequence_parallel", s.sequence_parallel},
                                       {"cp", s.cp}};
   j["model"] = {{"params", tp_param_count(d, s.tp, s.ep)},
                 {"dtype", s.f64 ? "f64" : "f32"},
-                {"mixed", "none"},
+                {"mixed", s.bf16 ? "bf16" : "none"},
                 {"optimizer", "adamw"},
                 {"grad_accum_dtype", "bf16"},
                 {"master", "fp32"},
@@ -101,7 +102,7 @@ std::string describe_layout(const PredictSpec& s) {
                  {"steps", 1},
                  {"comm", "ring"},
                  {"tp", s.tp},
-                 {"sequence_parallel", false},
+                 {"sequence_parallel", s.sequence_parallel},
                  {"cp", s.cp},
                  {"cp_split", "zigzag"},
                  {"ep", s.ep},
@@ -109,7 +110,7 @@ std::string describe_layout(const PredictSpec& s) {
                  {"pp", s.pp},
                  {"schedule", "1f1b"},
                  {"virtual_stages", 1},
-                 {"exact", false}};
+                 {"exact", s.exact}};
   return j.dump();
 }
 
@@ -125,8 +126,7 @@ LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates) {
   if (s.pp > 1)
     if (const std::string why = pipeline_problem(int(s.layers), c.pp, 1, c.schedule, {}); !why.empty())
       throw std::runtime_error(why);
-  if (s.cp > 1 && (s.attention != AttentionKernel::flash || s.seq % (2 * s.cp) != 0))
-    throw std::runtime_error("cp > 1 needs --attention flash and seq a multiple of 2·cp");
+  if (s.cp > 1 && s.seq % (2 * s.cp) != 0) throw std::runtime_error("cp > 1 needs seq a multiple of 2·cp (zigzag)");
   const bool moe = s.experts > 0;
   const ActivationShape& a = c.activation_shape;
   const StageShape shape = stage_shape(c);
@@ -225,8 +225,9 @@ LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates) {
       t.act_bytes = u64(c.recipe.compute_bytes());
       t.grad_bytes = bytes_per_param(c.recipe)[Mem::grad];
       t.held = held, t.cp = c.cp;
+      t.sequence_parallel = c.sequence_parallel, t.exact = c.layout.exact;
       const ShardLayout g = shard_layout(c.layout, r.params);
-      const bool whole = c.layout.strategy == Strategy::dp;
+      const bool whole = c.layout.strategy == Strategy::dp || c.layout.exact;  // exact: merged before the dp sums
       const u64 lo = whole ? 0 : member * g.shard(), hi = whole ? g.padded() : lo + g.shard();
       for (const TpPhase& p : tp_step_phases(t, u64(at.tp), lo, hi)) {
         r.tp_bytes += p.bytes();
@@ -236,15 +237,21 @@ LayoutPrediction predict_layout(const PredictSpec& s, const StepRates& rates) {
     if (c.pp > 1) {
       const u64 e = u64(c.recipe.compute_bytes());
       r.pp_bytes = stage_p2p_sent_bytes(shape, at.pp, s.micro_batch, c.layout.accum, e);
-      r.pp_messages = double(r.pp_bytes) / double(s.micro_batch * (s.seq / s.cp) * s.hidden * e);
+      const u64 rows = s.seq / s.cp / (c.sequence_parallel ? c.tp : 1);  // a message's tokens of each sample
+      r.pp_messages = double(r.pp_bytes) / double(s.micro_batch * rows * s.hidden * e);
     }
     if (c.cp > 1) {
       CpShape cs;
       cs.seq = s.seq, cs.micro_batch = s.micro_batch, cs.hidden = s.hidden, cs.heads = s.heads, cs.tp = c.tp;
       cs.cp = c.cp, cs.blocks = st.blocks, cs.accum = c.layout.accum, cs.recompute = s.recompute;
-      cs.elem_bytes = u64(c.recipe.compute_bytes()), cs.head = st.head;
-      const CpStepBytes b = cp_step_bytes(cs);
-      r.cp_bytes = b.total(), r.cp_messages = double(b.messages);
+      cs.elem_bytes = u64(c.recipe.compute_bytes()), cs.head = st.head, cs.exact = c.layout.exact;
+      if (c.layout.exact) {  // no ring: whole samples' rows to and from the ranks that run them
+        const ExactCpStep b = exact_cp_step(cs, st.head);
+        r.cp_bytes = b.sent(), r.cp_messages = double(b.calls * (c.cp - 1));
+      } else {
+        const CpStepBytes b = cp_step_bytes(cs);
+        r.cp_bytes = b.total(), r.cp_messages = double(b.messages);
+      }
     }
     r.flops = stage_flops(at.pp);
     r.compute = r.flops / rate;

@@ -42,10 +42,12 @@
 
 namespace shardlab::plan {
 
-// A layout of the trainer's GPT, in the trainer's flags (train/train_config.h): AdamW, f32 or f64, no mixed precision.
+// A layout of the trainer's GPT, in the trainer's flags (train/train_config.h): AdamW, pure f32 or f64, or mixed bf16.
+// Which layouts are valid is the trainer's to say (`plan --predict` asks train's own rules before predicting).
 struct PredictSpec {
   std::uint64_t layers = 4, hidden = 64, heads = 4, seq = 64, vocab = 256;
   bool f64 = false;
+  bool bf16 = false;  // --mixed bf16 (fp32 master, bf16 gradients): the chapter's recipe, 16 bytes per parameter
   std::uint64_t global_batch = 8, micro_batch = 2;
   std::uint64_t dp = 0, tp = 1, pp = 1, cp = 1, ep = 1;  // dp 0: what the world leaves
   std::uint64_t world = 1;
@@ -54,6 +56,8 @@ struct PredictSpec {
   Recompute recompute = Recompute::none;
   AttentionKernel attention = AttentionKernel::naive;
   double bucket_mb = 1;
+  bool sequence_parallel = false;  // --sequence-parallel: the regions' activations and tp's collectives along s
+  bool exact = false;              // --exact: the sums as 32-byte order-free sums (bytes exact; time not modelled)
 };
 
 struct RankPrediction {

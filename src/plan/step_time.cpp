@@ -8,6 +8,8 @@
 #include "parallel/schedule.h"
 #include "plan/comm_volume.h"
 #include "plan/cp_bytes.h"
+#include "plan/ep_bytes.h"
+#include "plan/pipeline_stages.h"
 #include "plan/search_experts.h"
 #include "plan/sharding.h"
 
@@ -18,6 +20,35 @@ const char* const kDenseOverEp = "all-reduce dense grads over ep";  // ZeRO with
 
 using u64 = std::uint64_t;
 constexpr double kBf16 = 2;  // bytes of a communicated activation, gradient or parameter (C1's recipe)
+
+// ZeRO with experts: the elements a GPU sends in its all-reduce over ep of its shard's dense gradients — the most
+// any member of the gradient group and any ep rank sends. The trainer's GPT: the dense runs of each member's shard of
+// the flat gradient buffer (the order plan/ep_bytes.h's ep_grad_ranges gives, the engine's and the ledger check's), in
+// the ring's even chunks; a preset's Ψ has no order: ⌈dense/(dp·cp)⌉ spread evenly.
+u64 dense_over_ep_elements(const SearchModel& m, const SearchLayout& l, const SearchMemory& mem) {
+  const u64 group = l.dp * l.cp, dense = mem.psi_slice - mem.psi_experts;
+  if (m.preset) return 2 * (l.ep - 1) * ((dense + group - 1) / group) / l.ep;
+  Layout g;
+  g.strategy = l.strategy(), g.dp = group;
+  const ShardLayout sh = shard_layout(g, mem.psi_slice);
+  std::vector<bool> held;
+  if (l.pp > 1) {
+    StageShape s;
+    s.gpt = m.gpt(), s.tp = l.tp, s.pp = int(l.pp), s.ep = l.ep;
+    held = stage_partition(s).held_units(mem.stage);
+  }
+  const std::vector<GradRange> runs = ep_grad_ranges(m.gpt(), l.tp, l.ep, held, sh.padded(), sh.padded());
+  u64 most = 0;
+  for (u64 member = 0; member < group; ++member) {
+    const u64 lo = member * sh.shard(), hi = lo + sh.shard();
+    u64 in_shard = 0;
+    for (const GradRange& r : runs)
+      if (!r.expert && r.hi > lo && r.lo < hi) in_shard += std::min(hi, r.hi) - std::max(lo, r.lo);
+    for (u64 e = 0; e < l.ep; ++e)
+      most = std::max(most, ring_sent_elements(RingOp::all_reduce, even_chunks(in_shard, l.ep), size_t(e)));
+  }
+  return most;
+}
 
 // The gradient group's ring phases of a step, each marked inter-node or not. Dense: the strategy's phases over dp·cp.
 // With experts on ep > 1: plain DP all-reduces the dense gradients over dp·ep and the experts' over dp; ZeRO runs
@@ -47,11 +78,10 @@ std::vector<CommPhase> gradient_phases(const SearchModel& m, const SearchLayout&
     return out;
   }
   add(mem.psi_slice, group, wide);
-  const u64 shard = (dense + group - 1) / group;  // this rank's shard of the dense gradients
   CommPhase p;
   p.what = kDenseOverEp;
   p.op = RingOp::all_reduce, p.times = 1, p.ring = l.ep, p.elem_bytes = u64(kBf16);
-  p.elements = 2 * (l.ep - 1) * shard / l.ep;
+  p.elements = dense_over_ep_elements(m, l, mem);
   p.inter = !inside_node(l.tp * l.cp * l.ep, K, N);
   out.push_back(p);
   return out;

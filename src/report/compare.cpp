@@ -35,6 +35,8 @@ double rel_diff(double a, double b) {
 int compare_runs(const std::string& ref_dir, const std::string& run_dir, double rtol, bool all_steps) {
   if (rtol < 0) rtol = (run_dtype(ref_dir) == "f64" && run_dtype(run_dir) == "f64") ? 1e-12 : 1e-5;
   const LossTable ref = read_loss_csv(ref_dir + "/loss.csv"), run = read_loss_csv(run_dir + "/loss.csv");
+  for (const LossTable* t : {&ref, &run})
+    if (!t->torn.empty()) std::fprintf(stderr, "shardlab: warning: %s\n", t->torn.c_str());
   // Every number a step logged is compared, not the loss alone: a gradient norm or a validation loss can
   // differ where the loss does not (clipping hides a wrongly scaled gradient from the loss; evaluation runs
   // code training does not).

@@ -194,6 +194,7 @@ std::string plot_runs(const std::vector<std::string>& run_dirs, const std::strin
   const bool one = run_dirs.size() == 1;
   for (size_t r = 0; r < run_dirs.size(); ++r) {
     LossTable t = read_loss_csv(run_dirs[r] + "/loss.csv");
+    if (!t.torn.empty()) std::fprintf(stderr, "shardlab: warning: %s\n", t.torn.c_str());
     const int c = t.column(metric);
     if (c < 0) throw std::invalid_argument(run_dirs[r] + "/loss.csv has no column '" + metric + "'");
     const std::string name = one ? "" : shorten_label(names[r], 40) + " ", hue = kPalette[r % 8];

@@ -13,7 +13,12 @@ namespace shardlab {
 
 TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step, DataIdentity* data) {
   const nlohmann::json j = checkpoint_config_json(dir_or_step, step, data);
-  TrainConfig cfg = TrainConfig::from_json(j);
+  TrainConfig cfg;
+  try {
+    cfg = TrainConfig::from_json(j);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("checkpoint " + resolve_step_dir(dir_or_step) + ": meta.json's config is " + e.what());
+  }
   // The model's shape is checked, not trusted: eval and sample size every buffer from it (heads 0 or seq 0
   // would divide by zero, hidden 0 would evaluate nothing).
   if (const std::string why = cfg.model.validate(); !why.empty())
@@ -29,7 +34,10 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
   TrainConfig merged = ck;
   // Checkpoints hold whole tensors: the layout is the new run's to choose. And a run writes only where its
   // own command line says: nothing of the outputs carries over.
+  // Except the exact mode: it is the curve's numerics, not the layout — a resumed exact run stays exact (so that its
+  // curve goes on bit for bit), unless the command line says --exact=false.
   merged.layout = ParallelLayout();
+  merged.layout.exact = ck.layout.exact;
   merged.outputs = OutputSettings();
   std::string err = parse_train_args(args, merged);
   if (!err.empty()) return err;

@@ -296,7 +296,7 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j) {
   TrainConfig c;
   Flags f("shardlab train", "");
   add_train_flags(f, c);
-  if (std::string err = f.read_json(j); !err.empty()) throw std::runtime_error("bad config in checkpoint: " + err);
+  if (std::string err = f.read_json(j); !err.empty()) throw std::runtime_error("not a configuration of train: " + err);
   return c;
 }
 

@@ -83,6 +83,13 @@ if [[ $line == *"OpenBLAS Prescott kernel (SSE), set by OPENBLAS_CORETYPE=Presco
   ok "(3) OPENBLAS_CORETYPE=Prescott kept, started once: $line"
 else fail "(3) OPENBLAS_CORETYPE=Prescott kept, started once" "started $starts time(s): '$line'"; fi
 
+# A name OpenBLAS has no kernel for is ignored by it: the header says so, never "set by" it.
+OPENBLAS_CORETYPE=Bogus old "$S" train "${T[@]}" >"$tmp/bogus.log" 2>&1
+line=$(compute "$tmp/bogus.log")
+if [[ $line == *"OpenBLAS's choice: it has no kernel named OPENBLAS_CORETYPE=Bogus"* ]] && [[ $line != *"set by"* ]]; then
+  ok "(3) OPENBLAS_CORETYPE=Bogus: reported as OpenBLAS's own choice, naming the value it ignored"
+else fail "(3) OPENBLAS_CORETYPE=Bogus reported as ignored" "'$line'"; fi
+
 # (4)
 "$S" bench --layers 1 --hidden 64 --heads 2 --seq 32 --micro-batch 4 --steps 2 >"$tmp/bench.log" 2>&1
 if grep -q "kernel ($isa)" "$tmp/bench.log" && grep -Eq "^  fma peak +[0-9.]+ GFLOP/s" "$tmp/bench.log" &&

@@ -11,6 +11,8 @@
 #  (d) eval of a checkpoint (DIR and DIR/step_NNNNNN); (e) sample, deterministic per seed.
 #  (f) model.safetensors is well formed (shapes × dtype sizes = byte ranges, expected names).
 #  (g) a copied checkpoint directory resumes into itself and leaves the original alone.
+#  (h) sharded layouts with uneven shards (Ψ over 3 ranks): ZeRO-3 resumed bit for bit on its layout; in the exact
+#      mode a run handed from layout to layout (ZeRO-3/2/1 over 3, tp, pp, FSDP hybrid) equals one process.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 
@@ -246,6 +248,44 @@ if "$S" train --resume "$tmp/ck_copy" --steps 14 --save "$tmp/ck_copy" --out "$t
 else
   fail "(g) --resume of a copied checkpoint directory saves into the copy and leaves the original alone" \
     "$(last "$tmp/logG") copy latest: $(cat "$tmp/ck_copy/latest" 2>/dev/null)"
+fi
+
+# ---------------------------------------------------------------- (h) sharded layouts with uneven shards
+# Ψ = 42,880 is not a multiple of 3: over 3 ranks the shards are 14,294 elements, the last one padded, and every
+# shard's offset in the whole tensors counts. (1) ZeRO-3 on 3 ranks: 4 straight steps against 2, save, resume to 4 on the same layout — bit for bit.
+# (2) In the exact mode every layout computes the single process's bits, so a run handed on from layout to layout —
+# each resuming the one before's checkpoint — must equal one process's 7 steps bit for bit: ZeRO-3, ZeRO-2 and ZeRO-1
+# over 3 ranks (uneven), dp 2 × tp 2 (tp slices), dp 2 × pp 2 (stages), FSDP hybrid over 2 nodes of 2, one process.
+H=(--layers 2 --hidden 32 --heads 2 --seq 32 --micro-batch 1 --global-batch 12 --eval-windows 0 --progress none
+   --data "$tmp/small.txt" --lr-schedule constant --warmup 2 --dtype f64)
+mpi() { local n=$1; shift; timeout 120 bash scripts/mpirun.sh -np "$n" "$S" train "${H[@]}" "$@" </dev/null; }
+if mpi 3 --zero 3 --steps 4 --out "$tmp/h/A" >"$tmp/h.log" 2>&1 && mpi 3 --zero 3 --steps 2 --save "$tmp/h/ck" \
+  --out "$tmp/h/B" >>"$tmp/h.log" 2>&1 && mpi 3 --zero 3 --resume "$tmp/h/ck" --steps 4 --out "$tmp/h/B" >>"$tmp/h.log" 2>&1 &&
+  "$S" compare "$tmp/h/A" "$tmp/h/B" --rtol 0 >"$tmp/h.cmp" 2>&1; then
+  ok "(h) ZeRO-3 over 3 ranks, uneven shards: saved at step 2 and resumed, bit-identical to 4 straight steps"
+else
+  fail "(h) ZeRO-3 over 3 ranks resumed bit for bit" "$(last "$tmp/h.log") $(grep -E 'max rel|error' "$tmp/h.cmp" | head -n 1)"
+fi
+"$S" train "${H[@]}" --exact --steps 7 --out "$tmp/h/one" >"$tmp/h1.log" 2>&1 || fail "setup: one process, exact, 7 steps" "$(last "$tmp/h1.log")"
+step=0 handed=""
+for hop in "3 --zero 3" "3 --zero 2" "3 --zero 1" "4 --dp 2 --tp 2 --zero 1" "4 --dp 2 --pp 2 --zero 1" \
+  "4 --fsdp hybrid --ranks-per-node 2" "1"; do
+  read -r -a a <<<"$hop"
+  from=()
+  [ $step -gt 0 ] && from=(--resume "$tmp/h/chain")
+  step=$((step + 1))
+  if [ "${a[0]}" = 1 ]; then run=("$S" train "${H[@]}"); else run=(bash scripts/mpirun.sh -np "${a[@]:0:1}" "$S" train "${H[@]}" "${a[@]:1}"); fi
+  if ! timeout 120 "${run[@]}" ${from[@]+"${from[@]}"} --exact --steps $step --save "$tmp/h/chain" --out "$tmp/h/chained" \
+    >"$tmp/h2.log" 2>&1 </dev/null; then
+    fail "(h) the exact run handed on: step $step on ${a[*]:1}" "$(last "$tmp/h2.log")"
+    break
+  fi
+  handed+="${handed:+ → }${a[*]:1}"
+done
+if [ $step = 7 ] && "$S" compare "$tmp/h/one" "$tmp/h/chained" --rtol 0 >"$tmp/h2.cmp" 2>&1; then
+  ok "(h) exact, one step per layout, each resuming the last's checkpoint (${handed% → }, one process): bit-identical to one process"
+else
+  fail "(h) the exact run handed from layout to layout equals one process" "$(grep -E 'max rel|error|FAIL' "$tmp/h2.cmp" | head -n 2)"
 fi
 
 [ "$fails" = 0 ]

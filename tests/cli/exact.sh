@@ -13,7 +13,9 @@
 #  (3) f32 and --mixed bf16: dp 4 with ZeRO-2 and one sample per micro-batch against one micro-batch of 12;
 #  (4) cp and experts have their own suites (tests/cli/exact_cp.sh, exact_experts.sh);
 #  (5) `plan --ledger` on the exact runs: their 32-byte rings equal the formula exactly; `plan --exact` prints them
-#      beside the normal mode's bytes.
+#      beside the normal mode's bytes;
+#  (6) --resume of an exact checkpoint stays exact (a resume carries the mode): bit-identical to one process, and
+#      --exact=false resumes in the normal mode.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lib_layouts.sh"  # mpi, run, compare_runs, bad (over the flags R below)
@@ -95,5 +97,21 @@ else
   fail "(5) plan --dp 4 --zero 2 --exact prints the exact bytes beside the normal ones" "$(tail -n 3 "$tmp/p")"
 fi
 
+# ---------------------------------------------------------------- (6) --resume of an exact checkpoint stays exact
+# The exact mode is the curve's numerics, not its layout: a resume carries it (unless told --exact=false), so the
+# resumed curve goes on bit for bit — here saved on ZeRO-2 over dp 2 and resumed on dp 3 without naming --exact.
+mpi 2 "$S" train "${R[@]}" --exact --global-batch 12 --micro-batch 2 --zero 2 --steps 2 --save "$D/rck" --out "$D/r1" \
+  >"$tmp/r.log" 2>&1 || fail "setup: an exact run saved at step 2" "$(last "$tmp/r.log")"
+mpi 3 "$S" train --resume "$D/rck" --global-batch 12 --micro-batch 2 --steps 4 --out "$D/r2" >"$tmp/r2.log" 2>&1
+rc=$?
+if [ $rc = 0 ] && grep -q '^exact = true' "$D/r2/config.toml" && grep -q 'in the exact mode' "$tmp/r2.log" &&
+  "$S" compare "$D/one12" "$D/r2" --rtol 0 >"$tmp/r.cmp" 2>&1; then
+  ok "(6) an exact checkpoint resumed on dp 3 without --exact: exact = true, the header says so, bit-identical to one process"
+else
+  fail "(6) an exact checkpoint resumed stays exact" "exit $rc: $(last "$tmp/r2.log") $(grep -E 'max rel|error' "$tmp/r.cmp" 2>/dev/null | head -n 1)"
+fi
+"$S" train --resume "$D/rck" --global-batch 12 --micro-batch 2 --steps 3 --exact=false --out "$D/r3" >"$tmp/r3.log" 2>&1
+grep -q '^exact = false' "$D/r3/config.toml" 2>/dev/null && ! grep -q 'in the exact mode' "$tmp/r3.log" &&
+  ok "(6) ... and --exact=false resumes it in the normal mode" || fail "(6) --exact=false resumes in the normal mode" "$(last "$tmp/r3.log")"
 
 exit $((fails > 0))

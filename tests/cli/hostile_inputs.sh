@@ -2,7 +2,8 @@
 # Hostile inputs: each family of lying, special or malformed input tried on several members.
 #  (1) a checkpoint directory's `latest` that lies (names a missing step, garbage, an empty file) or is not
 #      a file (a FIFO, a symlink to /dev/zero, a directory, a dangling symlink): --resume and eval refuse;
-#      so do they and sample when meta.json's config is no model (heads 0, seq 0, hidden 0, vocab 300);
+#      so do they and sample when meta.json's config is no model (heads 0, seq 0, hidden 0, vocab 300), when
+#      meta.json holds a NUL byte, or says a parameter count its model file does not hold;
 #  (2) files a person put in --save (look-alikes of scratch and steps, a symlink to their own directory)
 #      survive many saves with --keep-last 1 while real scratch is cleared; a step directory holding an
 #      extra file (or a file named like a step) is refused up front, so --keep-last never deletes it;
@@ -13,7 +14,8 @@
 #      ledger.json and the lock file (a symlink there is never followed), plot --out;
 #  (6) SHARDLAB_COMM_TIMEOUT and --comm-timeout: 0 or at least 1 second, anything else refused;
 #  (7) impossible sizes refused before allocating, naming both numbers: eval and sample of a checkpoint that
-#      claims a huge model, bench, ring (also under mpirun), a data file larger than the machine's memory;
+#      claims a huge model, bench, ring (also under mpirun), a data file larger than the machine's memory; and
+#      ring's flags that would change nothing (--elements 0, --elements or --dtype beside --sizes-mb);
 #  (8) damaged checkpoints under mpirun -np 2 (checksum, truncation, meta.json not JSON, NaN with matching
 #      checksums): exit 1, the error printed once;
 #  (9) the smallest checkpoint (--steps 0 is refused; step 1) holds the run's own weights: eval of it is
@@ -29,67 +31,13 @@
 # and the files involved unchanged. Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff
 # all pass.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/lib_refused.sh"
 
 W=$tmp/w  # every file the cases use
 mkdir -p "$W"
 M=(--layers 1 --hidden 32 --heads 2 --seq 32 --micro-batch 2 --global-batch 2 --eval-windows 2 --progress none
    --data "$tmp/small.txt" --lr-schedule constant --warmup 4)
 
-# Every entry's type, path and symlink target, and every regular file's sha256 (never reads a FIFO or a device).
-snapshot() {
-  local d
-  for d in "$@"; do
-    (cd "$d" 2>/dev/null && find . -printf '%y %p %l\n' | sort && find . -type f -print0 | sort -z | xargs -0 -r sha256sum)
-  done
-}
-crash_re='terminate called|what\(\)|Assertion|Aborted|core dumped|Segmentation|bad_alloc'
-# refused NAME CODES PATTERN [KEEP_DIR...] -- CMD...: an exit code among CODES within 20 s, exactly one stderr
-# line that starts with "shardlab", says "error" and matches PATTERN, no crash dump, KEEP_DIRs unchanged.
-refused() {
-  local name=$1 codes=$2 pattern=$3 keep=() before rc line why=()
-  shift 3
-  while [ "$1" != -- ]; do keep+=("$1"); shift; done
-  shift
-  before=$(snapshot ${keep[@]+"${keep[@]}"})
-  timeout 20 "$@" >"$tmp/r.out" 2>"$tmp/r.err" </dev/null
-  rc=$?
-  line=$(head -n 1 "$tmp/r.err")
-  if [ $rc = 124 ]; then why+=("no exit within 20 s")
-  elif [[ " $codes " != *" $rc "* ]]; then why+=("exit $rc, expected ${codes// / or }"); fi
-  [ "$(wc -l <"$tmp/r.err")" = 1 ] || why+=("$(wc -l <"$tmp/r.err") stderr lines: $(head -c 300 "$tmp/r.err" | tr '\n' '|')")
-  [[ "$line" == shardlab* && "$line" == *error* ]] || why+=("not a shardlab error line: '${line:0:200}'")
-  grep -Eq -- "$pattern" "$tmp/r.err" || why+=("no /$pattern/ in '${line:0:300}'")
-  if grep -Eq "$crash_re" "$tmp/r.err" "$tmp/r.out"; then why+=("crash dump or raw exception"); fi
-  [ "$before" = "$(snapshot ${keep[@]+"${keep[@]}"})" ] ||
-    why+=("FILES CHANGED: $(diff <(echo "$before") <(snapshot ${keep[@]+"${keep[@]}"}) | grep '^[<>]' | head -n 3 | tr '\n' '|')")
-  if [ ${#why[@]} = 0 ]; then ok "$name"; else fail "$name" "$(printf '%s; ' "${why[@]}" | sed 's/; $//')"; fi
-}
-runs() {  # runs NAME CMD...: exit 0 within 60 s
-  local name=$1
-  shift
-  if timeout 60 "$@" >"$tmp/ok.log" 2>&1 </dev/null; then ok "$name"; else fail "$name" "exit $?: $(last "$tmp/ok.log")"; fi
-}
-# mpi_refused NAME CODES PATTERN [KEEP_DIR...] -- CMD...: under mpirun -np 2, an exit code among CODES within 30 s
-# and exactly one line saying "error" in all of the job's output (OpenMPI's own exit banner says none).
-mpi_refused() {
-  local name=$1 codes=$2 pattern=$3 keep=() before rc n banner why=()
-  shift 3
-  while [ "$1" != -- ]; do keep+=("$1"); shift; done
-  shift
-  before=$(snapshot ${keep[@]+"${keep[@]}"})
-  timeout 30 bash scripts/mpirun.sh -np 2 "$@" >"$tmp/m.out" 2>"$tmp/m.err" </dev/null
-  rc=$?
-  n=$(cat "$tmp/m.out" "$tmp/m.err" | grep -ci error)
-  banner=$(cat "$tmp/m.out" "$tmp/m.err" | grep -cv '^shardlab')
-  if [ $rc = 124 ]; then why+=("no exit within 30 s")
-  elif [[ " $codes " != *" $rc "* ]]; then why+=("exit $rc, expected ${codes// / or }"); fi
-  [ "$n" = 1 ] || why+=("$n lines say error: $(grep -hi error "$tmp/m.out" "$tmp/m.err" | head -n 3 | tr '\n' '|')")
-  grep -Eq -- "$pattern" "$tmp/m.err" || why+=("no /$pattern/ in: $(grep -hi error "$tmp/m.err" | head -c 300)")
-  if grep -Eq "$crash_re" "$tmp/m.err" "$tmp/m.out"; then why+=("crash dump or raw exception"); fi
-  [ "$before" = "$(snapshot ${keep[@]+"${keep[@]}"})" ] || why+=("FILES CHANGED")
-  if [ ${#why[@]} = 0 ]; then ok "$name (exit $rc; plus $banner lines of OpenMPI's exit banner)"
-  else fail "$name" "$(printf '%s; ' "${why[@]}" | sed 's/; $//')"; fi
-}
 step_losses() { tail -n +2 "$1" | cut -d, -f1,2 | tr '\n' ' '; }  # "1,5.54 2,5.51 "
 
 # ---------------------------------------------------------------- setup: a run, its checkpoint, a traced run
@@ -131,6 +79,17 @@ EOF
   refused "(1) meta.json's config says $e: train --resume refuses, exit 1" 1 "$pat" "$d" -- \
     "$S" train --resume "$d" --steps 4 --progress none
 done
+# meta.json itself: a NUL byte (never in the JSON shardlab writes), a parameter count off by one.
+d=$W/meta_nul && cp -r "$W/ck" "$d" && printf '\0' >>"$d/step_000002/meta.json"
+refused "(1) meta.json with a NUL byte after the JSON: eval refuses, exit 1" 1 "meta.json.*NUL byte" "$d" -- \
+  "$S" eval --load "$d" --data "$tmp/small.txt" --progress none
+d=$W/meta_params && cp -r "$W/ck" "$d"
+python3 -c 'import json, sys; p = sys.argv[1]; m = json.load(open(p)); m["params"] += 1; json.dump(m, open(p, "w"))' \
+  "$d/step_000002/meta.json"
+refused "(1) meta.json's params off by one: eval refuses, naming both counts" 1 "meta.json says [0-9]+ parameters, but its model.safetensors holds [0-9]+" \
+  "$d" -- "$S" eval --load "$d" --data "$tmp/small.txt" --progress none
+refused "(1) meta.json's params off by one: train --resume refuses" 1 "meta.json says [0-9]+ parameters" "$d" -- \
+  "$S" train --resume "$d" --steps 4 --progress none
 refused "(1) latest a FIFO in a new run's --save: refused before step 1, exit 2" 2 "--save .*latest.*a FIFO" "$W/latest_fifo" -- \
   "$S" train "${M[@]}" --steps 2 --save "$W/latest_fifo"
 
@@ -307,6 +266,10 @@ ring_re="a payload of [0-9.]+ TB on [0-9]+ ranks? needs [0-9.]+ TB, but [0-9.]+ 
 timed_refusal "(7) ring --elements 1e12: refused with both numbers" 2 "$ring_re" "$S" ring --elements 1e12
 timed_refusal "(7) ring --elements 5e11 --dtype f64: refused with both numbers" 2 "$ring_re" "$S" ring --elements 5e11 --dtype f64
 mpi_refused "(7) ring --elements 1e12 under mpirun -np 2: refused once" 2 "$ring_re" "$W/ck" -- "$S" ring --elements 1e12
+refused "(7) ring --elements 0: refused (no 'PASS' of nothing)" 2 "--elements expects at least 1 element" -- "$S" ring --elements 0
+refused "(7) ring --sizes-mb with --elements: refused, never silently dropped" 2 "--sizes-mb sweeps .*: drop --elements" -- \
+  "$S" ring --sizes-mb 1,4 --elements 1000
+refused "(7) ring --sizes-mb with --dtype: refused" 2 "drop --dtype" -- "$S" ring --sizes-mb 1 --dtype f64
 for c in eval bench sample; do
   "$S" $c --help >"$tmp/help_$c" 2>&1; grep -q -- '--force-memory' "$tmp/help_$c" && ok "(7) $c has --force-memory" || fail "(7) $c has --force-memory" "not in $c --help"
 done

@@ -5,10 +5,12 @@
 #      seconds per parameter: > 0 and below the run's whole step per parameter; the same without a run (rank 0
 #      times the trainer's step in-process); the prediction under DP prices the whole update on each rank, under
 #      ZeRO-1 half of it;
-#  (2) 13 layouts of the small GPT (scripts/predict_table.py: single, dp 2, ZeRO-1/2/3, tp 2, pp 2, cp 2, ep 2,
-#      ep 2 + ZeRO-1, dp 2 × tp 2, tp 2 × pp 2, dp 2 × pp 2 × tp 2): on every rank the predicted model states,
-#      activation peak and bytes per step on dp, tp, pp and cp (and ep's dense-shard all-reduce under ZeRO) equal the
-#      run's ledger.json exactly, and `plan --ledger` passes on each run; under ep the dp bytes and ep's all-reduce
+#  (2) 17 layouts of the small GPT (scripts/predict_table.py: single, dp 2, ZeRO-1/2/3, tp 2, pp 2, cp 2, ep 2,
+#      ep 2 + ZeRO-1, dp 2 × tp 2, tp 2 × pp 2, dp 2 × pp 2 × tp 2, tp 2 with sequence parallelism, ZeRO-2 in
+#      mixed bf16, dp 2 and cp 2 in the exact mode — the trainer's layouts, under the trainer's rules): on every
+#      rank the predicted model states, activation peak and bytes per step on dp, tp, pp and cp (and ep's
+#      dense-shard all-reduce under ZeRO) equal the run's ledger.json exactly, and `plan --ledger` passes on each
+#      run; under ep the dp bytes and ep's all-reduce
 #      are predicted (not left out), the all-to-alls and activation peak at an even load are printed beside the
 #      measured ones, within 25 % of them (the lesson's routing at 8 samples: a few percent);
 #  (3) a few of those numbers against the chapter's formulas by hand (Ψ of the GPT's dims, 16 B/param, the DP ring's
@@ -102,7 +104,7 @@ for name, v in (("dp2", 4 * psi), ("dp2-zero3", 6 * 2 * psi)):
     if name in t and t[name]["bytes_measured"]["dp"][0] != v: bad.append("%s dp bytes %s, by hand %d" % (name, t[name]["bytes_measured"]["dp"][0], v))
 for r in t.values():
     if not (math.isfinite(r["step_predicted_s"]) and r["step_predicted_s"] > 0): bad.append("%s: predicted step %s" % (r["layout"], r["step_predicted_s"]))
-if len(t) != 13: bad.append("%d layouts in the table, not 13" % len(t))
+if len(t) != 17: bad.append("%d layouts in the table, not 17" % len(t))
 # Under ep the exact numbers must be predicted, not skipped: dp bytes (dense over dp·ep) and ZeRO's ep all-reduce.
 for name, key in (("ep2", "dp"), ("ep2-zero1", "ep_grad")):
     got = t[name]["bytes"].get(key) if name in t else None
@@ -132,6 +134,13 @@ bad_predict "no --np" --predict $MODEL
 bad_predict "--tp 3 over 4 heads" --predict --np 3 --tp 3 $MODEL
 bad_predict "a batch dp 3 does not split" --predict --np 3 $MODEL
 bad_predict "an unreadable --rates" --predict --np 1 --rates "$tmp/none.json" $MODEL
+bad_predict "ep 2 × cp 2, which the trainer refuses (experts route whole samples)" --predict --np 4 --ep 2 --cp 2 \
+  --moe-experts 4 --attention flash $MODEL
+bad_predict "cp 2 with naive attention, which the trainer refuses" --predict --np 2 --cp 2 $MODEL
+bad_predict "--mixed bf16 --dtype f64, which the trainer refuses" --predict --np 2 --mixed bf16 --dtype f64 $MODEL
+"$S" plan --predict --np 4 --ep 2 --cp 2 --moe-experts 4 --attention flash $MODEL >"$tmp/epcp.out" 2>&1
+grep -q "the trainer would refuse this: --cp splits a sample's tokens" "$tmp/epcp.out" &&
+  ok "bad input: ep 2 × cp 2 refused in the trainer's own words" || fail "ep 2 × cp 2 in the trainer's words" "$(head -c 200 "$tmp/epcp.out")"
 bad_predict "--calibrate on one rank" --calibrate --run "$tmp/one" --out "$tmp/r.json"
 mpi 2 "$S" plan --calibrate --run "$tmp/one" --out "$tmp/r.json" --layers 2 >"$tmp/cal_bad.out" 2>&1
 rc=$?

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plan/layout_search.h"
+#include "plan/rank_prediction.h"
 #include "plan/search_ranking.h"
 #include "plan/step_time.h"
 #include "plan/tp_bytes.h"
@@ -293,14 +294,23 @@ TEST_CASE("search: a MoE layout's memory, ep and dp terms by hand (C25)", "[plan
   // dp: plain DP all-reduces the dense gradients over dp·ep = 4 and the experts' over dp = 2 (2-byte gradients).
   const double dense = double(rank_params - L * (E / 2) * expert), mine = double(L * (E / 2) * expert);
   CHECK(t.dp_bytes == Approx(2.0 * 3 / 4 * dense * 2 + 2.0 * 1 / 2 * mine * 2));
-  // ZeRO-1 reduce-scatters the gradients and all-gathers the parameters over dp = 2, then all-reduces its half of
-  // the dense gradients over ep = 2.
-  CHECK(step_time(m, z1, 16, r).dp_bytes == Approx(2 * (1.0 / 2 * double(rank_params) * 2) + dense / 2 * 2));
+  // ZeRO-1 reduce-scatters the gradients and all-gathers the parameters over dp = 2, then all-reduces over ep = 2 the
+  // dense gradients of its shard of the flat buffer. In the trainer's order (embeddings; per block its LayerNorms, QKV,
+  // W^O and router, then its experts; the final LN and the head) member 0's half [0, Ψ/2) ends inside block 1's
+  // experts: it holds the embeddings and blocks 0 and 1's dense tensors — more than half the dense, and the most any
+  // GPU sends.
+  const u64 dense_block = 4 * C * C + 3 * C + 5 * C + E * C;
+  const u64 half = rank_params / 2, block1_dense_end = V * C + T * C + block + dense_block;
+  REQUIRE(block1_dense_end < half);
+  REQUIRE(half < V * C + T * C + 2 * block);
+  const double busier = double(V * C + T * C + 2 * dense_block);
+  CHECK(busier > dense / 2);
+  CHECK(step_time(m, z1, 16, r).dp_bytes == Approx(2 * (1.0 / 2 * double(rank_params) * 2) + busier * 2));
   // That all-reduce runs once after the last micro-batch: exposed whole however long backward is (a slow GPU hides
   // everything else but the last bucket).
   StepRates slow = r;
   slow.gpu_flops = 1e3;
-  const double shard_seconds = 3e-6 + dense / 2 * 2 / 2e9;  // ring over 2: 2·(1/2) of its half of dense, 2 B each
+  const double shard_seconds = 3e-6 + busier * 2 / 2e9;  // ring over 2: 2·(1/2) of its shard's dense, 2 B each
   // The parameters' all-gather (forward) and the gradients' reduce-scatter (backward) each expose their last bucket,
   // here all of their rank_params·2·(1/2) bytes; the dense shard's all-reduce comes on top, not as backward's last.
   const double ring_tail = 3e-6 + double(rank_params) / 2e9;
@@ -335,4 +345,44 @@ TEST_CASE("search: a MoE search lists ep > 1 within the memory, ep time exactly 
     expert_parallel = expert_parallel || row.layout.ep > 1;
   }
   CHECK(expert_parallel);
+}
+
+// Every row of a search held to the single-layout formulas the trainer's runs are checked against: the model states
+// and gradient bytes (dp's, and ZeRO's dense shard over ep with experts) of each row equal plan --predict's (plan/rank_prediction.h: the layout read through the ledger check's
+// own readers, its gradient group from the grid's coordinates, its stages from the pipeline partition) on the GPU the
+// row prices — the most loaded rank. A search that sharded the states over the wrong group, or priced a stage other
+// than the largest, differs here. The search prices the chapter's recipe (mixed bf16, fp32 master): so does the
+// prediction it is held to.
+TEST_CASE("search: every row's model states and dp bytes are the single-layout formulas'", "[plan][search]") {
+  struct Case {
+    SearchModel model;
+    SearchSpace space;
+  };
+  SearchModel moe = tiny(4);
+  moe.top_k = 2;
+  const Case cases[] = {{tiny(), {4, 8, 8}}, {tiny(), {8, 16, 4}}, {moe, {4, 8, 8}}};
+  StepRates rates;
+  for (const Case& c : cases) {
+    const SearchResult r = search_layouts(c.model, c.space, rates, 1e18);
+    REQUIRE(r.rows.size() == r.counts.layouts.size());  // nothing over a memory of 1e18 B
+    REQUIRE(r.rows.size() > 50);
+    for (const SearchRow& row : r.rows) {
+      const SearchLayout& l = row.layout;
+      PredictSpec s;
+      s.layers = c.model.layers, s.hidden = c.model.hidden, s.heads = c.model.heads, s.seq = c.model.seq;
+      s.vocab = c.model.vocab, s.experts = c.model.experts, s.top_k = c.model.top_k, s.bf16 = true;
+      s.global_batch = c.space.global_batch, s.micro_batch = l.micro_batch, s.world = c.space.gpus;
+      s.dp = l.dp, s.tp = l.tp, s.pp = l.pp, s.cp = l.cp, s.ep = l.ep, s.zero = l.zero;
+      s.sequence_parallel = l.sequence_parallel, s.recompute = l.recompute, s.attention = l.attention;
+      const LayoutPrediction p = predict_layout(s, rates);
+      u64 states = 0, dp_bytes = 0;
+      for (const RankPrediction& k : p.ranks) {
+        states = std::max(states, k.model_states);
+        dp_bytes = std::max(dp_bytes, k.dp_bytes + k.ep_grad_bytes);  // ZeRO under ep: the dense shard over ep too
+      }
+      INFO(l.to_string() << " on " << c.space.gpus << " GPUs" << (c.model.experts ? " with experts" : ""));
+      CHECK(row.memory.model_states == states);
+      CHECK(u64(row.time.dp_bytes) == dp_bytes);
+    }
+  }
 }

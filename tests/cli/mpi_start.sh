@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Starting MPI jobs (scripts/mpirun.sh): every job a session directory of its own, so that no job fails because of
+# another's files (OpenMPI 4 shares ompi.HOST.UID/ in the temp directory between every job of a user):
+#  (1) with a file in the way of that shared directory, a job through the script runs, while a plain mpirun fails
+#      (the control: the file is really in the way);
+#  (2) when OpenMPI still cannot start (a file in the way of a session directory the caller chose, a temp directory
+#      that cannot be written): one shardlab line after OpenMPI's report, saying what is in the way and what to do;
+#  (3) nothing is left behind: every job's directory is removed when it ends — also when the script is killed (its
+#      SIGTERM reaches mpirun and the ranks);
+#  (4) many jobs at once (the race behind "orte_session_dir failed"): all run.
+# Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
+source "$(dirname "$0")/lib.sh"
+if ! command -v mpirun >/dev/null 2>&1; then echo "FAIL - mpirun exists (no OpenMPI: make deps installs it)"; exit 1; fi
+
+mine=$tmp/temp  # this suite's temp directory, the shared one's stand-in
+mkdir -p "$mine"
+for host in "$(hostname)" "$(hostname -s 2>/dev/null)"; do echo "in the way" >"$mine/ompi.$host.$(id -u)"; done
+root_flags=()
+[ "$(id -u)" = 0 ] && root_flags=(--allow-run-as-root)
+T=(train --layers 1 --hidden 32 --heads 2 --seq 32 --micro-batch 1 --global-batch 2 --steps 2 --progress none
+   --eval-windows 0 --data "$tmp/small.txt")
+left() { find "$mine" -maxdepth 1 -name 'shardlab-mpi.*' | wc -l; }
+
+# ---------------------------------------------------------------- (1) a file in the way of the shared directory
+if TMPDIR=$mine timeout 60 bash scripts/mpirun.sh -np 2 "$S" "${T[@]}" >"$tmp/a.out" 2>&1; then
+  ok "(1) a file in the way of $(basename "$mine")/ompi.HOST.UID: a 2-rank job through scripts/mpirun.sh runs"
+else
+  fail "(1) a job through scripts/mpirun.sh beside a file in the way" "exit $?: $(last "$tmp/a.out")"
+fi
+TMPDIR=$mine timeout 60 mpirun "${root_flags[@]}" --oversubscribe -np 2 true >"$tmp/b.out" 2>&1
+rc=$?
+if [ $rc != 0 ] && grep -q "orte_session_dir failed" "$tmp/b.out"; then
+  ok "(1) control: a plain mpirun with the same temp directory fails (exit $rc, orte_session_dir failed)"
+else
+  fail "(1) control: a plain mpirun fails beside the file" "exit $rc: $(last "$tmp/b.out")"
+fi
+
+# ---------------------------------------------------------------- (2) OpenMPI cannot start: one line
+mkdir -p "$tmp/chosen" && for host in "$(hostname)" "$(hostname -s 2>/dev/null)"; do
+  echo "in the way" >"$tmp/chosen/ompi.$host.$(id -u)"
+done
+OMPI_MCA_orte_tmpdir_base=$tmp/chosen timeout 60 bash scripts/mpirun.sh -np 2 "$S" "${T[@]}" >"$tmp/c.out" 2>"$tmp/c.err"
+rc=$?
+n=$(grep -c '^shardlab' "$tmp/c.err")
+line=$(grep '^shardlab' "$tmp/c.err")
+if [ $rc != 0 ] && [ "$n" = 1 ] && [[ $line == *"could not make its session directory $tmp/chosen/ompi."*"Not a directory"*"remove what is in its way"* ]]; then
+  ok "(2) a file in the way of the caller's OMPI_MCA_orte_tmpdir_base: exit $rc, one line: ${line#shardlab: error: }"
+else
+  fail "(2) one line naming the session directory in the way" "exit $rc, $n shardlab lines: '${line:0:300}'"
+fi
+TMPDIR=$tmp/no/such/dir timeout 60 bash scripts/mpirun.sh -np 2 "$S" "${T[@]}" >"$tmp/d.out" 2>"$tmp/d.err"
+rc=$?
+line=$(cat "$tmp/d.err")
+if [ $rc != 0 ] && [ "$(wc -l <"$tmp/d.err")" = 1 ] && [[ $line == "shardlab: error: cannot make a directory for OpenMPI's session files in $tmp/no/such/dir"*"set TMPDIR"* ]]; then
+  ok "(2) a TMPDIR that does not exist: exit $rc, one line naming it and TMPDIR"
+else
+  fail "(2) one line for an unusable TMPDIR" "exit $rc: '${line:0:300}'"
+fi
+
+# ---------------------------------------------------------------- (3) nothing left behind
+[ "$(left)" = 0 ] && ok "(3) after the jobs: no session directory of theirs is left in the temp directory" ||
+  fail "(3) no session directory left" "$(left) left: $(ls "$mine")"
+TMPDIR=$mine bash scripts/mpirun.sh -np 2 "$S" train --layers 1 --hidden 32 --heads 2 --seq 32 --micro-batch 1 \
+  --global-batch 2 --steps 100000 --progress none --eval-windows 0 --data "$tmp/small.txt" >"$tmp/e.out" 2>&1 </dev/null &
+job=$!
+ranks=""
+for _ in $(seq 100); do
+  ranks=$(for p in $(descendants "$job"); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = shardlab ] && echo "$p"; done)
+  [ "$(echo "$ranks" | grep -c .)" = 2 ] && break
+  sleep 0.1
+done
+kill -TERM "$job"
+for _ in $(seq 100); do kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 50); do  # mpirun ends first; its ranks end within a moment (OpenMPI's SIGTERM, then SIGKILL)
+  alive=$(for p in $job $ranks; do kill -0 "$p" 2>/dev/null && echo "$p"; done)
+  [ -z "$alive" ] && break
+  sleep 0.1
+done
+if [ "$(echo "$ranks" | grep -c .)" = 2 ] && [ -z "$alive" ] && [ "$(left)" = 0 ]; then
+  ok "(3) SIGTERM to scripts/mpirun.sh: mpirun and both ranks end within 5 s, the job's directory is removed"
+else
+  fail "(3) SIGTERM ends the job and removes its directory" "ranks '$(echo $ranks)', alive '$(echo $alive)', $(left) directories left"
+  for p in $alive; do kill -9 "$p" 2>/dev/null; done
+fi
+wait "$job" 2>/dev/null
+
+# ---------------------------------------------------------------- (4) many jobs at once
+pids=()
+for i in 1 2 3 4 5 6; do
+  TMPDIR=$mine timeout 120 bash scripts/mpirun.sh -np 2 "$S" "${T[@]}" --seed "$i" >"$tmp/f$i.out" 2>&1 &
+  pids+=($!)
+done
+bad=0
+for i in "${!pids[@]}"; do wait "${pids[$i]}" || { bad=$((bad + 1)); fail "(4) job $((i + 1)) of 6 at once" "$(last "$tmp/f$((i + 1)).out")"; }; done
+[ $bad = 0 ] && ok "(4) 6 jobs started at once beside the file in the way: all ran, $(left) directories left"
+exit $((fails > 0))
