@@ -3,7 +3,7 @@
 // Rank 0 reports on stdout; the other ranks write their report to a file and print it only if they
 // failed, so a failure on any rank is visible and the output stays readable.
 // Run: bash scripts/mpirun.sh -np N build/mpi_tests [catch options]; without mpirun it is a world of one.
-#define CATCH_CONFIG_RUNNER
+#define CATCH_CONFIG_EXTERNAL_INTERFACES  // the listener below; the implementation: tests/common/catch_session.cpp
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -18,6 +18,7 @@
 #include "comm/runtime.h"
 #include "core/blas_kernel.h"
 #include "helpers.h"
+#include "../common/catch_session.h"
 
 // An MPI error (a message of the wrong length, say) names the test case it struck in (comm/mpi_errors.h).
 struct NameTheTestCase : Catch::TestEventListenerBase {
@@ -32,17 +33,14 @@ int main(int argc, char** argv) {
   shardlab::use_best_blas_kernel(argv);  // the kernel every shardlab process runs (core/blas_kernel.h)
   shardlab::Runtime rt(argc, argv);
   shardlab::test::set_world_size(rt.size());
-  Catch::Session session;
-  if (int rc = session.applyCommandLine(argc, argv)) return rc;
   std::string log;
   if (!rt.is_root()) {
     const char* dir = std::getenv("TMPDIR");
     log = std::string(dir && *dir ? dir : "/tmp") + "/shardlab_mpi_tests." + std::to_string(::getpid()) + ".log";
-    session.configData().outputFilename = log;
   }
-  int failed = session.run();
-  const Catch::ConfigData& c = session.configData();
-  if (c.listTests || c.listTestNamesOnly || c.listTags || c.listReporters) return 0;  // run() counted listings
+  const shardlab::test::CatchResult result = shardlab::test::run_catch(argc, argv, log);
+  if (!result.ran) return result.status;  // a listing, or a command line Catch2 refused
+  const int failed = result.status;
 
   // One verdict for the whole job: session.run() returns the number of failed assertions (capped at 255).
   shardlab::Communicator world = shardlab::Communicator::world(nullptr, nullptr, {});
