@@ -54,12 +54,13 @@ int eval_command(const CommandArgs& args, const Runtime& rt) {
           stderr, "shardlab eval: error: --load CKPT is required (a checkpoint directory or one of its step_NNNNNN)\n");
     return 2;
   }
-  TrainConfig ck = checkpoint_config(load);
+  CheckpointHold hold(load);  // its config and its weights from one step, which no --keep-last prunes meanwhile
+  TrainConfig ck = checkpoint_config(hold.step_dir());
   TextData data(data_path, ck.model.seq, ck.model.vocab);
   if (std::string err = check_inference_memory(ck, batch, double(data.train_bytes() + data.val_bytes()), force_memory);
       !err.empty())
     throw std::invalid_argument(err + (batch > 1 ? " (or a smaller --batch)" : ""));
-  return with_checkpoint_model(ck, load, batch, [&](auto& model, const auto* params) {
+  return with_checkpoint_model(ck, hold, batch, [&](auto& model, const auto* params) {
     int n = data.windows(split);
     if (max_windows > 0) n = std::min(n, max_windows);
     using T = std::remove_const_t<std::remove_pointer_t<decltype(params)>>;

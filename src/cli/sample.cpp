@@ -36,7 +36,8 @@ int sample_command(const CommandArgs& args, const Runtime& rt) {
     if (rt.is_root()) std::fprintf(stderr, "shardlab sample: error: %s\n", err.c_str());
     return 2;
   }
-  TrainConfig ck = checkpoint_config(load);
+  CheckpointHold hold(load);  // its config and its weights from one step, which no --keep-last prunes meanwhile
+  TrainConfig ck = checkpoint_config(hold.step_dir());
   if (std::string why = check_inference_memory(ck, 1, 0, force_memory); !why.empty()) throw std::invalid_argument(why);
   std::vector<int32_t> text;
   for (unsigned char c : prompt) {
@@ -45,7 +46,7 @@ int sample_command(const CommandArgs& args, const Runtime& rt) {
   }
   if (text.empty()) text.push_back('\n');
   if (rt.is_root()) std::fwrite(prompt.data(), 1, prompt.size(), stdout);
-  return with_checkpoint_model(ck, load, 1, [&](auto& model, const auto* params) {
+  return with_checkpoint_model(ck, hold, 1, [&](auto& model, const auto* params) {
     const int Tn = ck.model.seq, V = ck.model.vocab;
     std::vector<int32_t> window(Tn), dummy(Tn, 0);
     RngStream rng = rng_stream(seed, "sample");

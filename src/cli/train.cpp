@@ -31,10 +31,12 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
   std::string err;
   int64_t resume_step = 0;
   cfg.run_id = rt.agree(rt.is_root() ? new_run_id() : "");
+  CheckpointHold resume_hold;  // the step resumed from, kept from pruning until the trainer has loaded it
   if (!cfg.outputs.resume.empty()) {
     std::string warning;
     try {
-      err = resolve_resume(args, cfg, resume_step, warning);  // reads and verifies the checkpoint on every rank alike
+      // Reads and verifies the checkpoint on every rank alike.
+      err = resolve_resume(args, cfg, resume_step, warning, resume_hold);
     } catch (const std::exception& e) {
       return refuse(rt, e.what(), 1);  // a bad file, like eval's and sample's
     }
@@ -62,7 +64,7 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
   err = rt.agree(rt.is_root() ? dirs.claim(cfg, resume_step, {cfg.run.data, flags.config_path()}) : "");
   if (!err.empty()) return refuse(rt, err, 2);
   if (flags.given("--comm-timeout")) set_comm_timeout(cfg.run.comm_timeout);  // else $SHARDLAB_COMM_TIMEOUT or 120 s
-  return train(cfg, resume_step, *data);
+  return train(cfg, resume_step, *data, resume_hold);
 }
 
 }  // namespace shardlab

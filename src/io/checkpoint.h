@@ -8,9 +8,10 @@
 // A crash at any point leaves the previous checkpoint loadable: files are written into a unique
 // step_NNNNNN.tmp-XXXXXX/ and renamed to step_NNNNNN/ only when complete; a re-saved step is exchanged
 // atomically; nothing shardlab did not write is ever removed or replaced. A load checks what meta.json claims (the step
-// against the directory's name and the files' own metadata, every file's size and checksum). Leaves out: what the
-// tensors are (the trainer decides) and coordination between processes (the run holds a lock on DIR: train/run_dirs.h).
-// See docs/checkpoint_format.md.
+// against the directory's name and the files' own metadata, every file's size and checksum). A reader beside a live
+// run that prunes (--keep-last) holds the step it reads (CheckpointHold): pruning passes a held step by, and a step
+// removed before it was held is found again through `latest`. Leaves out: what the tensors are (the trainer decides)
+// and coordination between writers (the run holds a lock on DIR: train/run_dirs.h). See docs/checkpoint_format.md.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -43,15 +44,17 @@ std::string save_checkpoint(const std::string& dir, int64_t step, const std::vec
                             const nlohmann::json& meta);
 
 // Keeps the newest `keep` step directories of DIR (by step number) and removes the older ones; the
-// step `latest` names is always kept. keep ≤ 0 keeps everything.
+// step `latest` names is always kept, and so is a step a reader holds (a later prune removes it). keep ≤ 0 keeps
+// everything.
 void prune_checkpoints(const std::string& dir, int keep);
 
 // Step numbers of DIR's complete step directories (step_NNNNNN/ with a meta.json), ascending.
 std::vector<int64_t> checkpoint_steps(const std::string& dir);
 
 // The step directory a --resume / --load names: DIR/latest's step (or, if a re-save was cut between its
-// renames, its NAME.old copy), or the step directory itself. Throws with a clear message.
-std::string resolve_step_dir(const std::string& dir_or_step);
+// renames, its NAME.old copy), or the step directory itself. Throws with a clear message. latest_named: the name
+// `latest` held, when it was read (also when the step it names is missing).
+std::string resolve_step_dir(const std::string& dir_or_step, std::string* latest_named = nullptr);
 // DIR/latest's step directory name, "" when there is no latest; throws when `latest` is not a regular
 // file naming a step directory (something shardlab did not write).
 std::string read_latest(const std::string& dir);
@@ -60,13 +63,36 @@ bool is_own_checkpoint(const std::string& step_dir);
 // Names of this code's own scratch: "<name>.tmp-XXXXXX", "<name>.prune-XXXXXX".
 bool is_scratch_name(const std::string& name);
 
+// A reader's hold on one checkpoint step: the step directory a --resume / --load names (resolve_step_dir), held
+// with a shared lock on the directory until released, so that another run's prune_checkpoints leaves it in place
+// while it is read. Every read of one command goes through one hold, so its configuration, its checks and its
+// tensors all come from the same step. Between reading `latest` and taking the lock, a live run may save a newer
+// step and prune the one `latest` named: then `latest` is read again and the hold taken on the step it names now
+// (once more; a run that replaces its newest step faster than that is named). Throws as resolve_step_dir does.
+class CheckpointHold {
+ public:
+  CheckpointHold() = default;
+  explicit CheckpointHold(const std::string& dir_or_step);
+  ~CheckpointHold();
+  CheckpointHold(CheckpointHold&& o) noexcept;
+  CheckpointHold& operator=(CheckpointHold&& o) noexcept;
+  CheckpointHold(const CheckpointHold&) = delete;
+  CheckpointHold& operator=(const CheckpointHold&) = delete;
+  const std::string& step_dir() const { return step_dir_; }  // "" when nothing is held
+  void release();                                            // pruning may remove the step from now on
+
+ private:
+  std::string step_dir_;
+  int fd_ = -1;
+};
+
 struct LoadedCheckpoint {
   std::string path;  // the step directory
   nlohmann::json meta;
   std::map<std::string, SafetensorsFile> files;  // by filename
 };
 
-// Accepts DIR (follows DIR/latest) or a step directory (contains meta.json). Verifies
+// Accepts DIR (follows DIR/latest) or a step directory (contains meta.json), held while it is read. Verifies
 // format_version and every listed file's size and sha256 before parsing it; throws
 // std::runtime_error naming the path and the problem otherwise.
 LoadedCheckpoint load_checkpoint(const std::string& dir_or_step);

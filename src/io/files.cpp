@@ -80,24 +80,49 @@ std::string DirectoryLock::acquire(const std::string& dir) {
   // O_NONBLOCK: a FIFO at PATH never blocks the open. Only a regular file is ever the lock.
   const std::string not_ours =
       "'" + path + "' is not a regular file (the lock file shardlab makes is); remove it, or choose another directory";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
-  if (fd < 0 && (errno == ELOOP || errno == EISDIR)) return not_ours;
-  if (fd < 0) return "cannot write into '" + dir + "' (" + sys_error() + ")";
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return not_ours;
+  // A few attempts: the file locked can be removed in between by the refused claim that created it.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
+    bool created = true;
+    int fd = ::open(path.c_str(), flags | O_CREAT | O_EXCL, 0644);  // O_EXCL: whether this lock made it
+    if (fd < 0 && errno == EEXIST) {
+      created = false;
+      fd = ::open(path.c_str(), flags);
+      if (fd < 0 && errno == ENOENT) continue;  // removed since: make it again
+    }
+    if (fd < 0 && (errno == ELOOP || errno == EISDIR || errno == ENXIO)) return not_ours;
+    if (fd < 0) return "cannot write into '" + dir + "' (" + sys_error() + ")";
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return not_ours;
+    }
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      const bool busy = errno == EWOULDBLOCK;
+      const std::string why = sys_error();
+      ::close(fd);
+      return busy ? "another shardlab run is writing into '" + dir + "' right now (it holds " + path +
+                        "); wait for it to finish, or choose another directory"
+                  : "cannot lock '" + path + "' (" + why + ")";
+    }
+    struct stat now {};
+    if (::lstat(path.c_str(), &now) != 0 || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+      ::close(fd);  // the file locked was removed meanwhile (its creator's claim was refused): lock the new one
+      continue;
+    }
+    fd_ = fd;
+    created_ = created;
+    path_ = path;
+    return "";
   }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    const bool busy = errno == EWOULDBLOCK;
-    const std::string why = sys_error();
-    ::close(fd);
-    return busy ? "another shardlab run is writing into '" + dir + "' right now (it holds " + path +
-                      "); wait for it to finish, or choose another directory"
-                : "cannot lock '" + path + "' (" + why + ")";
-  }
-  fd_ = fd;
-  return "";
+  return "cannot lock '" + path + "': it is removed and made again while it is locked (other shardlab runs starting)";
+}
+
+void DirectoryLock::abandon() {
+  if (fd_ < 0) return;
+  if (created_) ::unlink(path_.c_str());  // while still held: whoever locks it next sees it is gone
+  ::close(fd_);
+  fd_ = -1;
 }
 
 DirectoryLock::~DirectoryLock() {

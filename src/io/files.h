@@ -21,21 +21,29 @@ void fsync_directory(const std::string& dir);  // best effort: makes a rename in
 
 // Holds an exclusive lock on DIR (created if missing) until destroyed or the process ends (the kernel
 // drops it then, so a killed run never leaves a stale lock). The lock is a regular file: a symlink, FIFO,
-// device or directory named shardlab.lock is refused, never followed or opened.
+// device or directory named shardlab.lock is refused, never followed or opened. A lock file is only ever
+// removed by the lock that created it, while it holds it (abandon: a refused claim leaves no trace), so every
+// acquire checks that the file it locked is still the one at DIR/shardlab.lock.
 class DirectoryLock {
  public:
   static constexpr const char* kFileName = "shardlab.lock";
   DirectoryLock() = default;
   // "" when locked; otherwise why not (another process holds it, or DIR cannot be created or written).
   std::string acquire(const std::string& dir);
+  // Drops the lock, first removing the lock file if this lock created it.
+  void abandon();
   ~DirectoryLock();
-  DirectoryLock(DirectoryLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  DirectoryLock(DirectoryLock&& o) noexcept : fd_(o.fd_), created_(o.created_), path_(std::move(o.path_)) {
+    o.fd_ = -1;
+  }
   DirectoryLock& operator=(DirectoryLock&&) = delete;
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
 
  private:
   int fd_ = -1;
+  bool created_ = false;  // this lock made the lock file
+  std::string path_;      // DIR/shardlab.lock
 };
 
 }  // namespace shardlab

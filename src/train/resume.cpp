@@ -28,9 +28,13 @@ TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step, Dat
 }
 
 std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cfg, int64_t& resume_step,
-                           std::string& warning) {
+                           std::string& warning, CheckpointHold& hold) {
+  // One step for every read below and the trainer's load: a live run's --keep-last cannot prune it meanwhile,
+  // and the configuration, the checks and the tensors are all of the step resumed from.
+  hold = CheckpointHold(cfg.outputs.resume);
+  const std::string step_dir = hold.step_dir();
   DataIdentity was;  // the data the checkpoint trained on
-  TrainConfig ck = checkpoint_config(cfg.outputs.resume, &resume_step, &was);
+  TrainConfig ck = checkpoint_config(step_dir, &resume_step, &was);
   TrainConfig merged = ck;
   // Checkpoints hold whole tensors: the layout is the new run's to choose. And a run writes only where its
   // own command line says: nothing of the outputs carries over.
@@ -76,11 +80,11 @@ std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cf
   }
   // Every tensor the run will load, checked now — on every rank alike, before any rank talks to another —
   // so a bad checkpoint is one message, not an abort in the middle of a collective.
-  check_train_checkpoint(cfg.outputs.resume, merged.recipe, ParamLayout(merged.model));
+  check_train_checkpoint(step_dir, merged.recipe, ParamLayout(merged.model));
   // The exact step directory: the run's config.toml then names what it really resumed from.
-  merged.outputs.resume = resolve_step_dir(cfg.outputs.resume);
+  merged.outputs.resume = step_dir;
   // The run continues (its own directories are its to continue); a checkpoint from before run ids gets a new one.
-  const std::string id = checkpoint_run_id(cfg.outputs.resume);
+  const std::string id = checkpoint_run_id(step_dir);
   merged.run_id = id.empty() ? cfg.run_id : id;
   cfg = merged;
   return "";

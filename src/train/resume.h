@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "io/checkpoint.h"
 #include "io/data_identity.h"
 #include "train/train_config.h"
 
@@ -25,7 +26,8 @@ TrainConfig checkpoint_config(const std::string& dir_or_step, int64_t* step = nu
 // "". Reads and verifies the checkpoint — every file's checksum, every tensor's shape, dtype and finiteness
 // — and throws std::runtime_error on a damaged one; returns one sentence on a configuration mismatch.
 // warning: set when the run trains on other data than the checkpoint's, by its own --data.
+// hold: the step resumed from, held (io/checkpoint.h) until the trainer has loaded it.
 std::string resolve_resume(const std::vector<std::string>& args, TrainConfig& cfg, int64_t& resume_step,
-                           std::string& warning);
+                           std::string& warning, CheckpointHold& hold);
 
 }  // namespace shardlab

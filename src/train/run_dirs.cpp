@@ -181,32 +181,31 @@ std::string RunDirs::claim(const TrainConfig& cfg, int64_t resume_step, const st
            ", which holds only checkpoints; give another --out";
   const std::pair<const std::string*, std::string (*)(const TrainConfig&, int64_t)> dirs[] = {
       {&cfg.outputs.out, check_out}, {&cfg.outputs.save, check_save}};
-  // Checked before anything is created (a refused run leaves no trace), then locked, then checked again
-  // under the lock (another run may have written in between). A directory this claim created is removed
-  // again if the claim fails.
-  for (const auto& [dir, check] : dirs)
-    if (!dir->empty())
-      if (std::string why = check(cfg, resume_step); !why.empty()) return why;
+  // Locked first, then checked: a run that finds another one writing there says so, instead of judging the files
+  // the live run is writing (its loss.csv growing, its checkpoints) as another run's. A refused claim leaves no
+  // trace: the directories and lock files it created are removed again.
   std::vector<fs::path> created;
   auto refuse = [&](const std::string& why) {
+    for (DirectoryLock& lock : locks_) lock.abandon();
     locks_.clear();
+    std::sort(created.begin(), created.end(), [](const fs::path& a, const fs::path& b) {
+      return a.string().size() > b.string().size();  // the deepest first: a directory holds what was made in it
+    });
     std::error_code ec;
-    for (auto it = created.rbegin(); it != created.rend(); ++it) {
-      fs::remove(*it / DirectoryLock::kFileName, ec);
-      fs::remove(*it, ec);  // only if empty: never anything else
-    }
+    for (const fs::path& p : created) fs::remove(p, ec);  // only if empty: never anything else
     return why;
   };
   for (const auto& [dir, check] : dirs) {
-    if (dir->empty()) continue;
-    if (!(dir == &cfg.outputs.save && same_file(cfg.outputs.save, cfg.outputs.out))) {  // one lock per directory
-      std::error_code ec;
-      for (fs::path p = fs::absolute(*dir); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) created.push_back(p);
-      locks_.emplace_back();
-      if (std::string why = locks_.back().acquire(*dir); !why.empty()) return refuse(why);
-    }
-    if (std::string why = check(cfg, resume_step); !why.empty()) return refuse(why);
+    if (dir->empty() || (dir == &cfg.outputs.save && same_file(cfg.outputs.save, cfg.outputs.out)))
+      continue;  // one lock per directory
+    std::error_code ec;
+    for (fs::path p = fs::absolute(*dir); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) created.push_back(p);
+    locks_.emplace_back();
+    if (std::string why = locks_.back().acquire(*dir); !why.empty()) return refuse(why);
   }
+  for (const auto& [dir, check] : dirs)
+    if (!dir->empty())
+      if (std::string why = check(cfg, resume_step); !why.empty()) return refuse(why);
   return "";
 }
 

@@ -1,8 +1,9 @@
 // The directories a training run writes into (--out and --save), claimed before step 1 so that no run
 // ever replaces or loses what another run wrote, and so that a bad location is found before training:
-//  - each is created if missing and locked for the run's whole life (io/files.h DirectoryLock): a second
-//    run writing there at the same time is refused, and an unwritable directory fails now, not after
-//    the last step;
+//  - each is created if missing and locked for the run's whole life (io/files.h DirectoryLock), before anything
+//    in it is judged: a second run writing there at the same time is refused as such ("another run is writing
+//    here right now"), and an unwritable directory fails now, not after the last step; a refused claim removes
+//    the directories and lock files it made;
 //  - a directory holding another run's files (loss.csv, config.json, … or checkpoints) is refused with
 //    how to proceed: a new directory, or --overwrite;
 //  - a run's OWN directory is continued: written by the same run — the same run id, which a resume keeps

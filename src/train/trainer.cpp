@@ -95,7 +95,7 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
 }
 
 template <class T>
-int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) {
+int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data, CheckpointHold& resume_hold) {
   const ParallelLayout& pl = cfg.layout;
   RunLedgers ledgers(cfg.outputs.trace);
   ProcessGrid grid(GridSizes{pl.dp, pl.tp, pl.pp, pl.cp, pl.ep}, pl.ranks_per_node, &ledgers.comm, &ledgers.trace,
@@ -146,6 +146,7 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
 
   const int B = cfg.micro_batch, Tn = cfg.model.seq;
   const int per_rank = cfg.global_batch / dp, accum = per_rank / B;
+  resume_hold.release();                                // loaded: a later save of this run (--keep-last) may prune it
   const double tokens_per_step = double(cfg.global_batch) * Tn;
   const T loss_scale = T(1.0 / tokens_per_step);  // the one loss normalisation: mean over the GLOBAL batch
   const std::vector<StageActions> schedule = make_schedule(pl.schedule, pl.pp, accum, pl.virtual_stages);
@@ -265,9 +266,9 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data) 
 
 }  // namespace
 
-int train(const TrainConfig& cfg, int64_t resume_step, const TextData& data) {
-  if (cfg.recipe.f64()) return train_on<double>(cfg, resume_step, data);
-  return train_on<float>(cfg, resume_step, data);
+int train(const TrainConfig& cfg, int64_t resume_step, const TextData& data, CheckpointHold& resume_hold) {
+  if (cfg.recipe.f64()) return train_on<double>(cfg, resume_step, data, resume_hold);
+  return train_on<float>(cfg, resume_step, data, resume_hold);
 }
 
 }  // namespace shardlab

@@ -6,13 +6,15 @@
 #pragma once
 #include <cstdint>
 
+#include "io/checkpoint.h"
 #include "io/data.h"
 #include "train/train_config.h"
 
 namespace shardlab {
 
-// cfg is validated; resume_step > 0 continues from cfg.resume. Collective over the world. Returns the
-// exit code (1 when the loss stops being finite).
-int train(const TrainConfig& cfg, int64_t resume_step, const TextData& data);
+// cfg is validated; resume_step > 0 continues from cfg.resume, which resume_hold holds (io/checkpoint.h) and
+// which is released once loaded. Collective over the world. Returns the exit code (1 when the loss stops being
+// finite).
+int train(const TrainConfig& cfg, int64_t resume_step, const TextData& data, CheckpointHold& resume_hold);
 
 }  // namespace shardlab

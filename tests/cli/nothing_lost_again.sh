@@ -15,6 +15,9 @@
 #      agree with its size and count;
 #  (9) running out of memory is one sentence from one rank; mlp-split checks memory before allocating;
 #  (10) flash attention's curve is within tolerance of naive's, not bit for bit (as the README now says);
+#  (11) beside a live run: a second run into its --out or --save is told another run is writing there (the lock
+#      is taken before the files are judged), creating nothing; eval, sample and --resume of its checkpoints
+#      while its --keep-last 1 prunes them every step all load (io/checkpoint.h CheckpointHold);
 #  and lists of numbers (--pp-layers, --sizes-mb) take digits only, a bad step in loss.csv is quoted as written.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
@@ -251,6 +254,54 @@ if "$S" compare "$W/naive" "$W/flash" >/dev/null 2>&1 && ! "$S" compare "$W/naiv
 else
   fail "(10) flash vs naive as the README says" "$("$S" compare "$W/naive" "$W/flash" --rtol 0 | tail -n 1)"
 fi
+
+# ---------------------------------------------------------------- (11) beside a live run
+L=(--layers 1 --hidden 32 --heads 2 --seq 32 --micro-batch 2 --global-batch 2 --progress none --eval-windows 0
+   --data "$tmp/small.txt")
+"$S" train "${L[@]}" --steps 100000000 --out "$W/live" --save "$W/live.ck" --save-every 1 --keep-last 1 \
+  >"$tmp/live.log" 2>&1 </dev/null &
+live=$!
+started+=("$live")
+for _ in $(seq 200); do [ -e "$W/live.ck/latest" ] && break; sleep 0.05; done
+[ -e "$W/live.ck/latest" ] || fail "setup: a live run saving every step" "$(last "$tmp/live.log")"
+busy="another shardlab run is writing into '[^']*' right now"
+outcome "(11) a second run into the live run's --out: another run is writing there" 2 "$busy" \
+  "$S" train "${L[@]}" --steps 2 --out "$W/live"
+outcome "(11) ... also with --overwrite" 2 "$busy" "$S" train "${L[@]}" --steps 2 --out "$W/live" --overwrite
+outcome "(11) a second run into the live run's --save: another run is writing there" 2 "$busy" \
+  "$S" train "${L[@]}" --steps 2 --save "$W/live.ck"
+outcome "(11) a new --out with the live run's --save: refused" 2 "$busy" \
+  "$S" train "${L[@]}" --steps 2 --out "$W/new/out" --save "$W/live.ck"
+[ ! -e "$W/new" ] && ok "(11) ... and the --out it would have made is not left behind" || fail "(11) nothing created" "$(ls -R "$W/new")"
+first=$(cat "$W/live.ck/latest")
+bad=()
+for i in $(seq 30); do
+  "$S" eval --load "$W/live.ck" --data "$tmp/small.txt" --max-windows 1 --progress none >/dev/null 2>"$tmp/l.err" ||
+    bad+=("eval: $(head -c 160 "$tmp/l.err")")
+  "$S" sample --load "$W/live.ck" --tokens 1 >/dev/null 2>"$tmp/l.err" || bad+=("sample: $(head -c 160 "$tmp/l.err")")
+done
+rows() { cat "$1" 2>/dev/null | wc -l; }
+for i in 1 2 3 4; do  # each resume loads, then trains a step of its own (a row in its loss.csv), then is ended
+  "$S" train --resume "$W/live.ck" --steps 100000000 --out "$W/resumed$i" >/dev/null 2>"$tmp/r$i.err" </dev/null &
+  r=$!
+  for _ in $(seq 200); do [ "$(rows "$W/resumed$i/loss.csv")" -ge 2 ] && break; kill -0 "$r" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "$r" 2>/dev/null && [ "$(rows "$W/resumed$i/loss.csv")" -ge 2 ] || bad+=("resume $i: $(head -c 160 "$tmp/r$i.err")")
+  kill "$r" 2>/dev/null
+  wait "$r" 2>/dev/null
+done
+moved=$(( $(cat "$W/live.ck/latest" | tr -dc 0-9 | sed 's/^0*//') - $(echo "$first" | tr -dc 0-9 | sed 's/^0*//') ))
+kill -0 "$live" 2>/dev/null && live_ok=1 || live_ok=0
+kill "$live" 2>/dev/null
+wait "$live" 2>/dev/null
+if [ ${#bad[@]} = 0 ] && [ "$live_ok" = 1 ] && [ "$moved" -ge 20 ]; then
+  ok "(11) 30 evals, 30 samples and 4 resumes of the live run's checkpoints while it saved and pruned $moved steps: all loaded"
+else
+  fail "(11) every load beside the live run's --keep-last 1" \
+    "${#bad[@]} failed: $(printf '%s|' "${bad[@]:0:3}"); live run alive: $live_ok, steps saved meanwhile: $moved"
+fi
+step_dirs=$(ls "$W/live.ck" | grep -c '^step_[0-9]*$')
+[ "$step_dirs" -le 2 ] && ok "(11) ... and once the loads ended, its --keep-last 1 had pruned down to $step_dirs step(s)" ||
+  fail "(11) the held steps pruned later" "$(ls "$W/live.ck" | tr '\n' ' ')"
 
 # ---------------------------------------------------------------- and lists of numbers
 outcome "--pp-layers '+2,2': refused" 2 "pp-layers expects positive layer counts" \
