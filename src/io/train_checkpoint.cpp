@@ -79,12 +79,11 @@ std::string save_train_checkpoint(const std::string& dir, int64_t step, const Ru
       // step for it), yet no load accepts it.
       if (const long bad = first_non_finite(dt, data, bytes); bad >= 0) {
         const std::vector<int64_t> kept = checkpoint_steps(dir);
-        throw std::runtime_error("the model states became NaN or Inf in step " + std::to_string(step) + " (" +
-                                 tensor_name(kind, t.name) + ", element " + std::to_string(bad) + "): step " +
-                                 std::to_string(step) + " is not saved" +
-                                 (kept.empty() ? std::string()
-                                               : "; the newest checkpoint, " + dir + "/" + step_dir_name(kept.back()) +
-                                                     ", is kept: resume from it with a lower --lr"));
+        throw DivergedStates(
+            "the model states became NaN or Inf in step " + std::to_string(step) + " (" + tensor_name(kind, t.name) +
+            ", element " + std::to_string(bad) + "): step " + std::to_string(step) + " is not saved" +
+            (kept.empty() ? std::string()
+                          : "; the newest checkpoint, " + dir + "/" + step_dir_name(kept.back()) + ", is kept"));
       }
       (kind == "model" ? model : optim).tensors.push_back({tensor_name(kind, t.name), dt, t.shape, data, bytes});
     }

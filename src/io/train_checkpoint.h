@@ -8,6 +8,7 @@
 // resumed run continues bit-identically. File layout and atomicity: checkpoint.h.
 #pragma once
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,8 +39,14 @@ struct RunRecord {
   uint64_t seed = 0;
 };
 
+// What save_train_checkpoint throws when a store holds NaN or Inf: a diverged step is never saved. The message
+// names the step, the tensor and the checkpoint kept; what caused it is the trainer's to say (train/divergence.h).
+struct DivergedStates : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 // Saves full stores (begin 0, covering every tensor) of the whole model (an unsliced layout; a
-// tensor-parallel run assembles them first: place_slices). Returns the step directory.
+// tensor-parallel run assembles them first: place_slices). Returns the step directory. Throws DivergedStates.
 template <class T>
 std::string save_train_checkpoint(const std::string& dir, int64_t step, const RunRecord& record,
                                   const ParamLayout& layout, const NamedStores<T>& stores);

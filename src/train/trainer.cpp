@@ -26,6 +26,7 @@
 #include "parallel/schedule.h"
 #include "parallel/tensor_parallel.h"
 #include "report/pipeline_report.h"
+#include "train/divergence.h"
 #include "train/evaluate.h"
 #include "train/memory_check.h"
 #include "train/run_outputs.h"
@@ -94,6 +95,8 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
   return h + "\nmemory: " + memory_need_text(cfg, grid.world_size()) + ", estimated";
 }
 
+const char* non_finite_word(double v) { return std::isnan(v) ? "NaN" : v > 0 ? "+Inf" : "-Inf"; }
+
 template <class T>
 int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data, CheckpointHold& resume_hold) {
   const ParallelLayout& pl = cfg.layout;
@@ -143,18 +146,24 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data, 
     engine.states().init_weights(cfg.model, cfg.run.seed);
   else
     load_whole_checkpoint(engine, cfg.outputs.resume);  // also a checkpoint of step 0
+  resume_hold.release();                                // loaded: a later save of this run (--keep-last) may prune it
 
   const int B = cfg.micro_batch, Tn = cfg.model.seq;
   const int per_rank = cfg.global_batch / dp, accum = per_rank / B;
-  resume_hold.release();                                // loaded: a later save of this run (--keep-last) may prune it
   const double tokens_per_step = double(cfg.global_batch) * Tn;
   const T loss_scale = T(1.0 / tokens_per_step);  // the one loss normalisation: mean over the GLOBAL batch
   const std::vector<StageActions> schedule = make_schedule(pl.schedule, pl.pp, accum, pl.virtual_stages);
 
   const RunRecord record{cfg.to_json(), cfg.run_id, identify_data(cfg.run.data), cfg.run.seed};  // for meta.json
+  const int first_step = static_cast<int>(resume_step) + 1;
   RunOutputs outputs(cfg, resume_step, tokens_per_step, grid.world(), ledgers, [&](int64_t step) {
     engine.set_comm_ledger(&ledgers.comm_checkpoint);  // gathering shards to save is not a step's traffic
-    save_whole_checkpoint(engine, cfg.model, pl, record, cfg.outputs.save, step);
+    try {
+      save_whole_checkpoint(engine, cfg.model, pl, record, cfg.outputs.save, step);
+    } catch (const DivergedStates& e) {  // this step's update made them so: name what sizes an update
+      throw std::runtime_error(e.what() +
+                               divergence_suspects(cfg, Diverged::weights, static_cast<int>(step), first_step));
+    }
     engine.set_comm_ledger(&ledgers.comm);
   });
   outputs.begin(run_header(cfg, layout, data, resume_step, grid, engine.strategy(), accum));
@@ -164,7 +173,7 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data, 
   std::vector<MeasuredSlot> last_slots;
   MoeStepLoad moe_run;  // the routing summed over the run's steps (ledger.json)
   int moe_steps = 0;
-  for (int step = static_cast<int>(resume_step) + 1; step <= cfg.run.steps; ++step) {
+  for (int step = first_step; step <= cfg.run.steps; ++step) {
     const auto t0 = std::chrono::steady_clock::now();
     Trace::Span step_span(ledgers.trace, "step " + std::to_string(step), "step", 2);
     engine.begin_step();
@@ -193,19 +202,30 @@ int train_on(const TrainConfig& cfg, int64_t resume_step, const TextData& data, 
     const double loss =
         (pl.exact ? engine.sums().exact_over_ranks(pipeline.take_loss_terms()) : engine.sums().over_ranks(local_loss)) /
         tokens_per_step;
-    if (!std::isfinite(loss)) {
+    if (!std::isfinite(loss)) {  // the weights the last update made (or the run started from) give it
       outputs.abandon();
+      const bool started = step == first_step;
+      const std::string why = started ? ", before any update of this run"
+                                      : ": the update of step " + std::to_string(step - 1) +
+                                            " made the weights too large or non-finite (its gradients were finite)";
       if (grid.world_rank() == 0)
-        std::fprintf(
-            stderr,
-            "shardlab train: error: the loss became %s at step %d; try a lower --lr (files written so far are kept)\n",
-            std::isnan(loss) ? "NaN"
-            : loss > 0       ? "+Inf"
-                             : "-Inf",
-            step);
+        std::fprintf(stderr,
+                     "shardlab train: error: the loss became %s at step %d%s%s (files written so far are kept)\n",
+                     non_finite_word(loss), step, why.c_str(),
+                     divergence_suspects(cfg, started ? Diverged::start : Diverged::weights, step, first_step).c_str());
       return 1;
     }
-    const double gnorm = engine.grad_norm();
+    const double gnorm = engine.grad_norm();  // the same on every rank: they all stop here together
+    if (!std::isfinite(gnorm)) {              // caught before the update it would spoil
+      outputs.abandon();
+      if (grid.world_rank() == 0)
+        std::fprintf(stderr,
+                     "shardlab train: error: the gradients became %s in step %d, whose loss (%.6g) was finite; the "
+                     "step is not applied%s (files written so far are kept)\n",
+                     non_finite_word(gnorm), step, loss,
+                     divergence_suspects(cfg, Diverged::gradients, step, first_step).c_str());
+      return 1;
+    }
     const OptimizerSettings& o = cfg.optimizer;
     const double grad_scale = (o.clip > 0 && gnorm > o.clip) ? o.clip / gnorm : 1.0;
     const double lr =

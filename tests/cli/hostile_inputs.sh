@@ -26,7 +26,10 @@
 # (11) compare on malformed loss.csv (inf/nan loss, non-integer or decreasing or repeated steps, missing
 #      cells, no header); CRLF line endings are accepted (io/loss_log.cpp) and compare bit-identical;
 # (12) unknown flags: exit 2, one line naming them as typed;
-# (13) swamping ranges that overflow bf16/float (|w| + steps·|u| ≥ 1e38).
+# (13) swamping ranges that overflow bf16/float (|w| + steps·|u| ≥ 1e38);
+# (14) settings that make a run diverge (--weight-decay, --moe-aux-loss, --moe-z-loss, --lr, --eps): exit 1, one
+#      line naming what went first (the gradients, or the weights an update made) and the implausible setting —
+#      never "try a lower --lr" for another one's fault (train/divergence.h) — also at a save and under mpirun.
 # Every refusal: the expected exit code within 20 s (never a hang), exactly one stderr line, no crash dump,
 # and the files involved unchanged. Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff
 # all pass.
@@ -441,5 +444,39 @@ if out=$("$S" swamping --weight 9e37 --update 1e28 --steps 1 2>&1) && grep -q "^
 else
   fail "(13) swamping just below the limit runs" "$(tail -n 2 <<<"$out" | tr '\n' '|')"
 fi
+
+# ---------------------------------------------------------------- (14) settings that make a run diverge
+D14=(--layers 1 --hidden 32 --heads 2 --seq 32 --micro-batch 1 --global-batch 2 --eval-windows 0 --progress none
+     --data "$tmp/small.txt" --steps 3)
+diverges() {  # diverges NAME PATTERN FLAGS...: exit 1 with one line matching PATTERN that does not blame --lr
+  local name=$1 pattern=$2
+  shift 2
+  refused "(14) $name: exit 1, named" 1 "$pattern" "$W" -- "$S" train "${D14[@]}" "$@"
+  ! grep -q "try a lower --lr" "$tmp/r.err" || fail "(14) $name: named, not the generic advice to lower --lr" "$(head -c 300 "$tmp/r.err")"
+}
+update="the loss became NaN at step 2: the update of step 1 made the weights too large or non-finite"
+diverges "--weight-decay 1e300" \
+  "$update.*; --weight-decay 1e\+300 is implausible \(each update multiplies a decayed weight by 1 − lr·wd = -4e\+297" \
+  --weight-decay 1e300
+diverges "--optimizer sgd --weight-decay 1e300" "--weight-decay 1e\+300 is implausible" --optimizer sgd --weight-decay 1e300
+diverges "--moe-aux-loss 1e300" \
+  "the gradients became (NaN|[+-]Inf) in step 1, whose loss .* was finite.*--moe-aux-loss 1e\+300 is implausible" \
+  --moe-experts 2 --moe-aux-loss 1e300
+diverges "--moe-z-loss 1e300" "the gradients became (NaN|[+-]Inf) in step 1.*--moe-z-loss 1e\+300 is implausible" \
+  --moe-experts 2 --moe-z-loss 1e300
+diverges "--lr 1e300" "$update.*; --lr 1e\+300 is implausible" --lr 1e300
+! grep -q "weight-decay.*implausible" "$tmp/r.err" || fail "(14) --lr 1e300: the default --weight-decay not blamed" "$(head -c 300 "$tmp/r.err")"
+diverges "--eps 1e-300 --beta2 0 (0 in f32)" "--eps 1e-300 is implausible \(it is 0 in f32" --eps 1e-300 --beta2 0
+diverges "--weight-decay 1e300 --save-every 1: the save refuses step 1 and says why" \
+  "step 1 is not saved; --weight-decay 1e\+300 is implausible" --weight-decay 1e300 --save "$tmp/ck14" --save-every 1
+[ ! -e "$tmp/ck14/latest" ] || fail "(14) the diverged step 1 is not saved" "$(ls "$tmp/ck14")"
+mpi_refused "(14) --moe-aux-loss 1e300 under mpirun -np 2: every rank stops at the gradients, said once" 1 \
+  "gradients became .* in step 1.*--moe-aux-loss 1e\+300 is implausible" "$W" -- \
+  "$S" train "${D14[@]}" --moe-experts 2 --moe-aux-loss 1e300
+# A divergence no setting explains by its rules (--lr 1, no warmup, no clipping): the settings listed, --lr advised.
+refused "(14) --lr 1 with no warmup and no clipping: the settings listed, none implausible, try a lower --lr" 1 \
+  "the gradients became NaN in step [0-9]+, .*: --lr 1, none implausible: try a lower --lr" "$W" -- \
+  "$S" train "${D14[@]}" --micro-batch 2 --steps 60 --lr 1 --warmup 0 --lr-schedule constant --clip 0 \
+  --weight-decay 0 --beta2 0.01 --eps 1e-30
 
 [ "$fails" = 0 ]
