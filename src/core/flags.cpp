@@ -72,6 +72,25 @@ std::string quoted(const std::string& s) {
   return q + s + q;
 }
 
+// CLI11's TOML reader with the one rule for a key given again: the later line wins. CLI11 alone merges a repeat
+// only with the line just before it (a switch then has "too many inputs for a flag"), and of two lines apart keeps
+// the first (its option is set by then). So each key is handed over once, with its last line's value.
+class LaterLineWins : public CLI::ConfigTOML {
+ public:
+  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+    std::vector<CLI::ConfigItem> items = CLI::ConfigTOML::from_config(input), kept;
+    for (size_t i = 0; i < items.size(); ++i) {
+      bool again = false;  // given again further down
+      for (size_t j = i + 1; j < items.size() && !again; ++j)
+        again = items[j].name == items[i].name && items[j].parents == items[i].parents;
+      if (again) continue;
+      if (items[i].inputs.size() > 1) items[i].inputs = {items[i].inputs.back()};  // "k = 1" then "k = 2" next to it
+      kept.push_back(std::move(items[i]));
+    }
+    return kept;
+  }
+};
+
 // CLI11's help with one blank line between groups (its own puts two).
 class HelpFormatter : public CLI::Formatter {
  public:
@@ -162,12 +181,11 @@ struct Flags::Impl {
     b.name = name;
     b.group = group;
     b.field = field;
-    if (kind == Binding::toggle) {
-      b.option = app.add_flag(name, b.on, help);
-    } else {
-      b.option = app.add_option(name, b.raw, help);
-      b.option->type_name(type)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one given wins
-    }
+    if (kind == Binding::toggle)
+      b.option = app.add_flag(name, b.on, help);  // --name, or --name=true|false
+    else
+      b.option = app.add_option(name, b.raw, help)->type_name(type);
+    b.option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one given wins, switches too
     b.option->group(group);
     return b;
   }
@@ -176,6 +194,7 @@ struct Flags::Impl {
 Flags::Flags(const std::string& command, const std::string& description)
     : impl_(std::make_unique<Impl>(command, description)) {
   impl_->app.allow_config_extras(CLI::config_extras_mode::error);
+  impl_->app.config_formatter(std::make_shared<LaterLineWins>());
   auto formatter = std::make_shared<HelpFormatter>();
   formatter->column_width(34);
   impl_->app.formatter(formatter);

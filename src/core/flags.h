@@ -2,7 +2,8 @@
 // object describes one command: its flags in help groups, their defaults (the fields' values when
 // added), an optional --config FILE (TOML) and positional arguments. Parsing is CLI11's — unknown
 // flags, missing values, `--name=value`, --help with groups; one rule for repeats: a flag given again
-// overrides the earlier one, on the command line as in --config, and the command line overrides --config —
+// overrides the earlier one — a switch (`--exact`, `--exact=false`) as any other, on the command line as in
+// --config, where a key's later line wins wherever it is — and the command line overrides --config —
 // and converting a value
 // is ours, the same for every command: integers within a range, doubles finite (NaN and Inf are
 // refused) and exact (strtod, never through long double), unsigned integers never negative, choices

@@ -20,9 +20,10 @@
 #      checksums): exit 1, the error printed once;
 #  (9) the smallest checkpoint (--steps 0 is refused; step 1) holds the run's own weights: eval of it is
 #      the fresh run's validation loss at step 1, and the run resumed from it logs the fresh run's losses;
-# (10) --config files are strict (duplicate keys, arrays, sections, a switch given 3, two values on a
-#      line, a '#' in a value, a byte-order mark), and a run's config.toml reproduces it, also continuing
-#      from its checkpoint at the next step;
+# (10) --config files are strict (arrays, sections, a switch given 3, two values on a line, a '#' in a
+#      value, a byte-order mark); a key or flag given again takes the later value — a switch too, and lines
+#      apart as next to each other; a run's config.toml reproduces it, also continuing from its checkpoint at
+#      the next step;
 # (11) compare on malformed loss.csv (inf/nan loss, non-integer or decreasing or repeated steps, missing
 #      cells, no header); CRLF line endings are accepted (io/loss_log.cpp) and compare bit-identical;
 # (12) unknown flags: exit 2, one line naming them as typed;
@@ -356,6 +357,27 @@ if timeout 60 "$S" train --config "$W/dup.toml" --layers 3 --layers 2 --hidden 3
 else
   fail "(10) repeated keys and flags: the later one wins" "$(last "$tmp/dup.log")"
 fi
+# ... switches too (CLI11 alone: "too many inputs for a flag"), and lines apart (CLI11 alone: the first one).
+printf 'exact = true\nexact = false\nsteps = 1\n' >"$W/dup_switch.toml"
+printf 'exact = false\nlayers = 2\nexact = true\nsteps = 1\nlayers = 1\n' >"$W/dup_apart.toml"
+later_wins() {  # later_wins NAME WANT CMD...: runs, and its config.toml holds every line of WANT ("exact = true|...")
+  local name=$1 want=$2 out=$W/later_$((later_n += 1)) line missing=""
+  shift 2
+  timeout 60 "$@" --hidden 32 --heads 2 --seq 32 --data "$tmp/small.txt" --progress none --eval-windows 0 --steps 1 \
+    --out "$out" >"$tmp/later.log" 2>&1 </dev/null || { fail "(10) $name" "exit $?: $(last "$tmp/later.log")"; return; }
+  IFS='|' read -ra lines <<<"$want"
+  for line in "${lines[@]}"; do grep -qx "$line" "$out/config.toml" || missing+=" '$line'"; done
+  if [ -z "$missing" ]; then ok "(10) $name: the later value wins (${want//|/, })"
+  else fail "(10) $name: the later value wins" "config.toml lacks$missing: $(grep -E '^(exact|layers) =' "$out/config.toml" | tr '\n' ' ')"; fi
+}
+later_n=0
+later_wins "exact = true, then exact = false on the next line" "exact = false" \
+  "$S" train --config "$W/dup_switch.toml" --layers 1
+later_wins "exact and layers each given twice, lines apart" "exact = true|layers = 1" "$S" train --config "$W/dup_apart.toml"
+later_wins "--exact --exact=false on the command line" "exact = false" "$S" train --layers 1 --exact --exact=false
+later_wins "--exact=false --exact on the command line" "exact = true" "$S" train --layers 1 --exact=false --exact
+later_wins "--exact on the command line over the config's repeated exact" "exact = true" \
+  "$S" train --config "$W/dup_switch.toml" --layers 1 --exact
 cfg_refused "an array" "bad.toml line 1: 'layers' needs exactly one value, got '\[1, 2\]'" 'layers = [1, 2]\n'
 cfg_refused "a [section]" "bad.toml line 2: config files hold flags only, no \[sections\]" 'layers = 1\n[model]\nhidden = 32\n'
 cfg_refused "overwrite = 3" "bad.toml line 1: 'overwrite' is a switch: true or false, got '3'" 'overwrite = 3\n'
