@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "check/moe_report.h"
+#include "core/error_line.h"
 #include "core/paths.h"
 #include "report/format.h"
 
@@ -382,7 +383,7 @@ int run_ledger(const std::string& path, std::ostream& out, std::ostream& err) {
   try {
     c = check_ledger_text(read_file(path, size_t(1) << 30));
   } catch (const std::exception& e) {
-    err << "shardlab plan: error: --ledger " << path << ": " << e.what() << "\n";
+    err << "shardlab plan: error: " << shorten_values("--ledger " + path + ": " + e.what()) << "\n";
     return 2;
   }
   return print_ledger_check(out, path, c);

@@ -12,7 +12,7 @@ int parse_command(Flags& flags, const std::vector<std::string>& args, const Runt
     if (rt.is_root()) std::fputs(flags.help().c_str(), stdout);
     return 0;
   }
-  if (rt.is_root()) std::fprintf(stderr, "%s: error: %s\n", command.c_str(), r.message.c_str());
+  if (rt.is_root()) print_line(command, "error", r.message);
   return 2;
 }
 

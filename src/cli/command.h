@@ -1,12 +1,14 @@
-// What every command of the shardlab program shares: its entry point's shape, and parse_command,
+// What every command of the shardlab program shares: its entry point's shape, parse_command,
 // which turns --help and bad flags into the same behaviour everywhere (help or one error line, from
-// rank 0 only; exit 0 for help, 2 for an error). One file per command: cli/<command>.cpp.
+// rank 0 only; exit 0 for help, 2 for an error), and the form of every error and warning line
+// (core/error_line.h: long values shortened). One file per command: cli/<command>.cpp.
 #pragma once
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "comm/runtime.h"
+#include "core/error_line.h"
 #include "core/flags.h"
 
 namespace shardlab {

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
     if (cmd == c.name) command = &c;
   if (!command) {
     if (rt.is_root())
-      std::fprintf(stderr, "shardlab: error: unknown command '%s' (shardlab --help lists the commands)\n", cmd.c_str());
+      print_line("shardlab", "error", "unknown command '" + cmd + "' (shardlab --help lists the commands)");
     return 2;
   }
   try {
@@ -87,10 +87,10 @@ int main(int argc, char** argv) {
                                  : e.what();
     if (rt.size() > 1 && (code == 1 || cmd == "train")) {
       if (!rt.is_root()) std::this_thread::sleep_for(std::chrono::duration<double>(rt.report_delay_seconds()));
-      std::fprintf(stderr, "shardlab %s: error (rank %d): %s\n", cmd.c_str(), rt.rank(), what.c_str());
+      print_line("shardlab " + cmd, "error (rank " + std::to_string(rt.rank()) + ")", what);
       rt.abort(code);
     }
-    if (rt.is_root()) std::fprintf(stderr, "shardlab %s: error: %s\n", cmd.c_str(), what.c_str());
+    if (rt.is_root()) print_line("shardlab " + cmd, "error", what);
     return code;
   }
 }

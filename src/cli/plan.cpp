@@ -371,7 +371,7 @@ int plan_run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     print_plan(out, request(flags, v));
     return 0;
   } catch (const Fail& f) {
-    err << "shardlab plan: error: " << f.message << " (shardlab plan --help lists the flags)\n";
+    err << "shardlab plan: error: " << shorten_values(f.message) << " (shardlab plan --help lists the flags)\n";
     return 2;
   }
 }

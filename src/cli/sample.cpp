@@ -33,7 +33,7 @@ int sample_command(const CommandArgs& args, const Runtime& rt) {
                     : temperature < 0 ? "--temperature must be ≥ 0"
                                       : "";
   if (!err.empty()) {
-    if (rt.is_root()) std::fprintf(stderr, "shardlab sample: error: %s\n", err.c_str());
+    if (rt.is_root()) print_line("shardlab sample", "error", err);
     return 2;
   }
   CheckpointHold hold(load);  // its config and its weights from one step, which no --keep-last prunes meanwhile

@@ -40,7 +40,7 @@ int schedule_command(const CommandArgs& args, const Runtime& rt) {
   const std::vector<StageActions> s = make_schedule(kind, p, m, v);
   const Timeline t = simulate(s, v, 1.0, backward), equal = simulate(s, v, 1.0, 1.0);
   if (!t.complete) {
-    std::fprintf(stderr, "shardlab schedule: error: the schedule is invalid: %s\n", t.problem.c_str());
+    print_line("shardlab schedule", "error", "the schedule is invalid: " + t.problem);
     return 1;
   }
   const std::string chunks = v > 1 ? ", " + std::to_string(v) + " model chunks per stage (a, b, …)" : "";

@@ -17,7 +17,7 @@ namespace shardlab {
 
 namespace {
 int refuse(const Runtime& rt, const std::string& why, int code) {
-  if (rt.is_root()) std::fprintf(stderr, "shardlab train: error: %s\n", why.c_str());
+  if (rt.is_root()) print_line("shardlab train", "error", why);
   return code;
 }
 }  // namespace
@@ -40,8 +40,7 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
     } catch (const std::exception& e) {
       return refuse(rt, e.what(), 1);  // a bad file, like eval's and sample's
     }
-    if (err.empty() && !warning.empty() && rt.is_root())
-      std::fprintf(stderr, "shardlab train: warning: %s\n", warning.c_str());
+    if (err.empty() && !warning.empty() && rt.is_root()) print_line("shardlab train", "warning", warning);
   }
   if (err.empty()) err = validate_train_config(cfg);
   if (err.empty()) err = validate_world(cfg, rt.size());
@@ -49,7 +48,7 @@ int train_command(const CommandArgs& args, const Runtime& rt) {
   if (rt.is_root() && (cfg.layout.zero > 0 || cfg.layout.fsdp) && cfg.layout.dp_size(rt.size()) == 1)
     std::fprintf(stderr, "shardlab train: warning: --zero/--fsdp with one data-parallel rank shards nothing\n");
   if (const std::string bubble = pipeline_bubble_warning(cfg, rt.size()); rt.is_root() && !bubble.empty())
-    std::fprintf(stderr, "shardlab train: warning: %s\n", bubble.c_str());
+    print_line("shardlab train", "warning", bubble);
   // Every rank reads the data; a bad file is the same error everywhere, reported once.
   std::unique_ptr<TextData> data;
   try {

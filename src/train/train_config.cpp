@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <system_error>
 
 #include "core/flags.h"
 #include "parallel/pipeline_partition.h"
@@ -199,9 +200,16 @@ std::string validate_train_config(const TrainConfig& c) {
     return why;
   if (!(l.bucket_mb > 0)) return "--bucket-mb must be positive";
   if (c.outputs.trace && c.outputs.out.empty()) return "--trace on writes DIR/trace.json: give --out DIR";
-  for (const std::string* dir : {&c.outputs.out, &c.outputs.save})
-    if (!dir->empty() && std::filesystem::exists(*dir) && !std::filesystem::is_directory(*dir))
+  for (const auto& [flag, dir] :
+       {std::pair<const char*, const std::string*>{"--out", &c.outputs.out}, {"--save", &c.outputs.save}}) {
+    if (dir->empty()) continue;
+    std::error_code ec;  // never the library's own text: a name too long, a part of the path that is a file, …
+    const std::filesystem::file_status st = std::filesystem::status(*dir, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      return std::string(flag) + ": cannot create directory '" + *dir + "' (" + ec.message() + ")";
+    if (std::filesystem::exists(st) && !std::filesystem::is_directory(st))
       return "'" + *dir + "' exists and is not a directory (--out and --save name directories)";
+  }
   return "";
 }
 

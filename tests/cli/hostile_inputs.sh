@@ -30,7 +30,10 @@
 # (13) swamping ranges that overflow bf16/float (|w| + steps·|u| ≥ 1e38);
 # (14) settings that make a run diverge (--weight-decay, --moe-aux-loss, --moe-z-loss, --lr, --eps): exit 1, one
 #      line naming what went first (the gradients, or the weights an update made) and the implausible setting —
-#      never "try a lower --lr" for another one's fault (train/divergence.h) — also at a save and under mpirun.
+#      never "try a lower --lr" for another one's fault (train/divergence.h) — also at a save and under mpirun;
+# (15) a 100 kB value (a path, a flag's word, a command's name) is quoted by its two ends around "…" in a short
+#      line, whichever flag or command it reached; a path the file system cannot look at is a sentence naming
+#      the flag, never the library's own text.
 # Every refusal: the expected exit code within 20 s (never a hang), exactly one stderr line, no crash dump,
 # and the files involved unchanged. Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff
 # all pass.
@@ -500,5 +503,32 @@ refused "(14) --lr 1 with no warmup and no clipping: the settings listed, none i
   "the gradients became NaN in step [0-9]+, .*: --lr 1, none implausible: try a lower --lr" "$W" -- \
   "$S" train "${D14[@]}" --micro-batch 2 --steps 60 --lr 1 --warmup 0 --lr-schedule constant --clip 0 \
   --weight-decay 0 --beta2 0.01 --eps 1e-30
+
+# ---------------------------------------------------------------- (15) long values in messages
+# A 100 kB value, wherever a message quotes it: its two ends around "…", the line short (core/error_line.h).
+long=$W/$(head -c 100000 /dev/zero | tr '\0' a)-end.txt
+long_word=$(head -c 100000 /dev/zero | tr '\0' x)-end
+shortened() {  # shortened NAME CODES CMD...: refused in one line under 400 bytes, shortened with "…", its end kept
+  local name=$1 codes=$2
+  shift 2
+  refused "(15) $name: one line" "$codes" "…[a-z]*-end" "$W" -- "$@"
+  [ "$(wc -c <"$tmp/r.err")" -lt 400 ] || fail "(15) $name: shortened" "$(wc -c <"$tmp/r.err") bytes: $(head -c 200 "$tmp/r.err")"
+}
+shortened "train --data a 100 kB path" 1 "$S" train "${M[@]}" --steps 1 --data "$long"
+shortened "train --config a 100 kB path" 2 "$S" train --config "$long"
+shortened "train --lr 100 kB of digits" 2 "$S" train --lr "1$long_word"
+shortened "train --optimizer a 100 kB word" 2 "$S" train --optimizer "$long_word"
+shortened "train --bogus and a 100 kB word" 2 "$S" train --bogus "$long_word"
+shortened "eval --load a 100 kB path" 1 "$S" eval --load "$long"
+shortened "compare of a 100 kB path" 1 "$S" compare "$long" "$W/run"
+shortened "plot of a 100 kB path" 1 "$S" plot "$long"
+shortened "plan --ledger a 100 kB path" "1 2" "$S" plan --ledger "$long"
+shortened "a 100 kB command name" 2 "$S" "$long_word"
+# ... and a path the file system cannot look at: a sentence naming the flag, not the library's own text.
+refused "(15) train --out a name too long for the file system: the flag and the reason" 2 \
+  "--out: cannot create directory '[^']*…[^']*' \(File name too long\)" "$W" -- "$S" train "${M[@]}" --steps 1 --out "$long"
+refused "(15) train --save under a regular file: the flag and the reason" 2 "--save: cannot create directory '.*' \(Not a directory\)" \
+  "$W" -- "$S" train "${M[@]}" --steps 1 --save "$W/run/loss.csv/ck"
+! grep -q "filesystem error" "$tmp/r.err" || fail "(15) no library text" "$(cat "$tmp/r.err")"
 
 [ "$fails" = 0 ]
