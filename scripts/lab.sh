@@ -5,7 +5,8 @@
 #                                       edited), every check run with a time limit, a score table, and
 #                                       results.json beside SOLUTION (Gradescope's format)
 #   scripts/lab.sh handout NN DIR       this tree with the piece replaced by its starter and without the controls:
-#                                       what a TA gives out; it grades against the recorded expected outputs
+#                                       what a TA gives out; it grades against the recorded expected outputs.
+#                                       DIR is new or empty, and outside this tree
 #   scripts/lab.sh record  NN           those expected outputs (lab/expected/), from shardlab's own build
 # A lab is lessons/NN_*/lab/: README.md, the starter (the seam's file name), lab.sh (its checks, sourced here),
 # expected/ (recorded runs) and controls/ (broken solutions that must lose the points they name).
@@ -57,6 +58,12 @@ cmd_start() {
 cmd_handout() {
   local dest=${1:-}
   [ -n "$dest" ] || die "DIR=... names the directory the handout goes into"
+  # Never inside this tree (symlinks resolved): the build (find src), the test runner and the graders would pick the
+  # copy up as part of the tree, and a tree copied into itself can overwrite its own files.
+  local real root
+  real=$(realpath -m -- "$dest") root=$(pwd -P)
+  [[ "$real/" != "$root/"* ]] ||
+    die "DIR=$dest is inside this tree ($root): the build and the graders would pick a handout there up, and copying the tree into itself could overwrite its files; give a directory outside it"
   [ ! -e "$dest" ] || [ -z "$(ls -A "$dest" 2>/dev/null)" ] || die "$dest exists and is not empty (nothing is overwritten)"
   mkdir -p "$dest" || die "cannot create $dest"
   # The files under version control (or, outside git, the tree without build/ and runs/), timestamps kept.

@@ -3,7 +3,8 @@
 # graded through the same seam as a student's — scores full marks, and every broken solution in its
 # controls/ loses exactly the checks its header names ("// loses: ID …") with the diagnostic it names
 # ("// says: REGEX", matched against the grader's output). Then the grader leaves no process behind, and a
-# handout has the starter in place of the piece and none of the answers, and grades without them.
+# handout has the starter in place of the piece and none of the answers, and grades without them; a handout
+# into a directory inside the tree is refused with one line.
 # Run by tests/cli/labs_*.sh, which set LABS (the labs to check) and HANDOUT (the lab whose handout is checked).
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
@@ -56,6 +57,20 @@ done
 # holds the reference's lines; with shardlab's objects copied in (timestamps kept, so nothing else rebuilds)
 # it grades a correct solution full marks against the recorded expected outputs alone.
 if [ -n "${HANDOUT:-}" ]; then
+  # Inside the tree (a new directory, one nested in lessons/, the tree itself, a symlink from outside into build/):
+  # refused with one line, nothing created — the build and the graders would take a handout there for the tree's.
+  ln -s "$PWD/build" "$tmp/into_tree"
+  for inside in "handout-$$" "lessons/handout-$$/x" . "$tmp/into_tree/handout-$$"; do
+    bash scripts/lab.sh handout "$HANDOUT" "$inside" >"$tmp/inside.out" 2>"$tmp/inside.err"
+    rc=$?
+    if [ $rc = 2 ] && [ "$(wc -l <"$tmp/inside.err")" = 1 ] && grep -q "is inside this tree" "$tmp/inside.err" &&
+      [ ! -s "$tmp/inside.out" ] && [ ! -e "handout-$$" ] && [ ! -e "lessons/handout-$$" ] && [ ! -e "build/handout-$$" ]; then
+      ok "handout $HANDOUT into $inside (inside the tree): refused with one line, nothing created"
+    else
+      fail "handout $HANDOUT into $inside refused" "exit $rc: $(head -c 300 "$tmp/inside.err" "$tmp/inside.out" | tr '\n' '|')"
+      rm -rf "handout-$$" "lessons/handout-$$" "build/handout-$$"
+    fi
+  done
   dir=$(ls -d lessons/"$HANDOUT"_*/lab)
   seam=$(sed -nE 's/^LAB_SEAM=(.*)/\1/p' "$dir/lab.sh")
   ho=$tmp/handout
