@@ -64,7 +64,9 @@ exec 3>&-
 for _ in $(seq 20); do kill -0 "$copier" 2>/dev/null || break; sleep 0.1; done
 
 # OpenMPI's own start-up failures (its report is above): one line naming the cause and what to do.
-if [ "$rc" != 0 ]; then
+# Only when nothing of shardlab spoke: a rank that started and reported its own error (OpenMPI may then add an
+# ORTE_ERROR_LOG line of its abort) needs no second line.
+if [ "$rc" != 0 ] && ! grep -q '^shardlab' "$own/mpirun.stderr" 2>/dev/null; then
   report=$own/mpirun.stderr
   said() { grep -q -- "$1" "$report" 2>/dev/null; }
   if said "orte_session_dir failed" || said "session_dir.c"; then
@@ -77,7 +79,7 @@ if [ "$rc" != 0 ]; then
     fi
     echo "shardlab: error: OpenMPI could not start the job: it could not make its session directory" \
       "${dir:-under $OMPI_MCA_orte_tmpdir_base}${why:+ ($why)}; $todo" >&2
-  elif said "orte_init failed\|opal_init failed\|ompi_rte_init failed\|ORTE_ERROR_LOG"; then
+  elif said "orte_init failed\|opal_init failed\|ompi_rte_init failed"; then
     echo "shardlab: error: OpenMPI could not start the job (its report is above); nothing of shardlab ran." \
       "Check that OpenMPI is installed whole (make deps) and that TMPDIR (${temp}) is writable" >&2
   elif said "was unable to find the specified executable\|was unable to launch the specified application"; then
