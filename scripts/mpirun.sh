@@ -16,7 +16,7 @@
 # Ctrl-C reaches mpirun by itself (the same process group), so SIGINT is not passed on a second time.
 # Exit status: mpirun's.
 set -euo pipefail
-flags=(--oversubscribe -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1 --mca btl_vader_single_copy_mechanism none)
+flags=(--oversubscribe --bind-to none -x OPENBLAS_NUM_THREADS=1 -x OMP_NUM_THREADS=1 --mca btl_vader_single_copy_mechanism none)
 # On one host: OpenMPI's own point-to-point layer over shared memory (pml ob1, btl self,vader). Left to
 # itself, OpenMPI first probes UCX, which doubles every launch (0.47 s against 0.26 s for 2 ranks). An
 # --mca pml/btl of the caller (e.g. btl tcp,self across hosts: scripts/two_hosts.sh) takes precedence.

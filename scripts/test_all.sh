@@ -19,8 +19,13 @@ trap 'rm -rf "$TMPDIR"' EXIT
 for host in "$(hostname)" "$(hostname -s 2>/dev/null)"; do
   echo "in the way of a shared OpenMPI session directory (scripts/test_all.sh)" >"$TMPDIR/ompi.$host.$(id -u)"
 done
-# Everything built before any suite starts: a lesson's own `make` must never relink a binary a suite is running.
-MAKEFLAGS= make -s build/shardlab build/unit_tests build/mpi_tests >/dev/null || exit 1
+# python3 as the interpreter it names, resolved once: the suites and lessons start it hundreds of times, and a
+# version manager's shim in its place (pyenv's) costs a shell script and a lookup, 0.3 s, every time.
+if py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$py" ]; then
+  mkdir -p "$TMPDIR/bin" && ln -s "$py" "$TMPDIR/bin/python3" && export PATH="$TMPDIR/bin:$PATH"
+fi
+# shardlab built before any suite starts: a lesson's own `make` must never relink a binary a suite is running.
+MAKEFLAGS= make -s build/shardlab >/dev/null || exit 1
 passed=0; failed=0
 suite() {  # suite NAME COMMAND...
   local name=$1; shift
@@ -29,10 +34,19 @@ suite() {  # suite NAME COMMAND...
   if "$@"; then passed=$((passed + 1)); echo "=== $name: PASS ($(( $(date +%s) - start ))s)"
   else failed=$((failed + 1)); echo "=== $name: FAIL ($(( $(date +%s) - start ))s)"; fi
 }
-suite "unit tests" build/unit_tests
 
 logs=build/test_logs; rm -rf "$logs"; mkdir -p "$logs"
-lanes=${TEST_JOBS:-$(( $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2) + 1 ))}
+lanes=${TEST_JOBS:-$(( $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2) + 2 ))}
+# The test binaries (unit_tests, mpi_tests: a minute of compiling on 2 cores) are built in the pool, beside the
+# first suites, which leave a core idle while they wait; then the unit tests run. A suite that runs the binaries
+# itself (blas_kernel) waits until that build has ended, and the MPI suite runs after the whole pool.
+unit_tests() {
+  MAKEFLAGS= make -s build/unit_tests build/mpi_tests >/dev/null
+  local rc=$?
+  touch "$logs/test_binaries.ended"
+  [ $rc = 0 ] && build/unit_tests
+}
+after_test_binaries() { while [ ! -e "$logs/test_binaries.ended" ]; do sleep 1; done; "$@"; }
 pooled() {  # pooled LABEL NAME COMMAND...: in the background, the output and then its verdict line into $logs/NAME.log
   local label=$1 name=$2 start=$(date +%s); shift 2
   if "$@" >"$logs/$name.out" 2>&1; then v=PASS; else v=FAIL; fi
@@ -53,13 +67,15 @@ report() {  # prints every finished suite's log once
 }
 # Longest first (so that no long suite starts last and runs alone at the end), then the rest by name.
 longest="labs_parallel labs_kernels labs_ring nothing_lost_again hostile_inputs parallel_hostile pipeline parallel context_parallel"
-for name in $longest $(ls tests/cli/*.sh | xargs -n1 basename | sed 's/\.sh$//') $quiet; do
+for name in unit $longest $(ls tests/cli/*.sh | xargs -n1 basename | sed 's/\.sh$//') $quiet; do
   case "$name" in lib*) continue ;; esac  # sourced helpers, not suites
-  [ -e "tests/cli/$name.sh" ] || [ -d "lessons/$name" ] || continue
+  [ "$name" = unit ] || [ -e "tests/cli/$name.sh" ] || [ -d "lessons/$name" ] || continue
   [ ! -e "$logs/$name.started" ] || continue
   touch "$logs/$name.started"
   while [ "$(jobs -rp | wc -l)" -ge "$lanes" ]; do wait -n; report; done
-  if [ -d "lessons/$name" ]; then pooled "lesson $name" "$name" env LESSONS="${name:0:2}" bash scripts/run_lessons.sh &
+  if [ "$name" = unit ]; then pooled "unit tests (once unit_tests and mpi_tests are built)" unit unit_tests &
+  elif [ -d "lessons/$name" ]; then pooled "lesson $name" "$name" env LESSONS="${name:0:2}" bash scripts/run_lessons.sh &
+  elif [ "$name" = blas_kernel ]; then pooled "cli $name" "$name" after_test_binaries bash "tests/cli/$name.sh" &
   else pooled "cli $name" "$name" bash "tests/cli/$name.sh" &
   fi
 done

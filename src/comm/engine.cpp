@@ -12,6 +12,7 @@
 // says what happens then).
 // Leaves out: a progress thread (MPI is initialised without thread support).
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -88,17 +89,23 @@ void spin_until(const std::function<bool()>& done, const std::function<int()>& p
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const double limit = comm_timeout_seconds();
+  // How a rank waits. A short wait (a ring chunk in flight) is polled without pause, as MPI's own waits
+  // do: sleeping would stretch every ring step. A long one (the peer is still in its backward pass, or
+  // is another job's rank on a shared core) sleeps between polls, so that the core goes to whoever has
+  // work. When ranks outnumber cores (mpirun --oversubscribe) the peer may need this very core: yield
+  // between polls at once, and start sleeping sooner.
+  const bool over = oversubscribed();
+  const double poll_freely = over ? 100e-6 : 1e-3;  // seconds of waiting before the sleeps begin
+  const timespec nap{0, 50 * 1000};                  // 50 µs: a wait's end is seen at most ~0.1 ms late
   for (unsigned polls = 0;; ++polls) {
     engine_drive();
     if (done()) return;
-    // When ranks outnumber cores (mpirun --oversubscribe) the peer we wait for may need this very core:
-    // give it up between polls. Otherwise spin, as MPI's own waits do (yielding would hand the core to
-    // unrelated processes and stretch every ring step by a scheduler time slice).
-    if (oversubscribed() || (polls & 1023) == 1023) sched_yield();
-    if ((polls & 255) == 255 && limit > 0) {
-      double waited = std::chrono::duration<double>(clock::now() - start).count();
-      if (waited > limit) watchdog_fire(what, peer(), waited);
-    }
+    const double waited = std::chrono::duration<double>(clock::now() - start).count();
+    if (waited > poll_freely)
+      nanosleep(&nap, nullptr);
+    else if (over || (polls & 1023) == 1023)
+      sched_yield();
+    if (limit > 0 && waited > limit) watchdog_fire(what, peer(), waited);
   }
 }
 

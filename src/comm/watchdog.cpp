@@ -20,6 +20,7 @@
 
 #include "comm/communicator.h"
 #include "comm/mpi_handle.h"
+#include "core/error_line.h"
 
 namespace shardlab {
 namespace detail {
@@ -33,7 +34,10 @@ MPI_Comm& watchdog_comm() {
 
 // The default timeout: $SHARDLAB_COMM_TIMEOUT, checked like the flag (0 = never, else at least 1 s: a
 // shorter one would end healthy jobs), else 120 s. A bad value ends the program: a watchdog silently
-// switched off would let a stuck rank hang the job for ever.
+// switched off would let a stuck rank hang the job for ever. It is read before MPI starts, so the ranks
+// cannot agree on who speaks: rank 0 says it at once; another rank waits a few seconds first and then
+// says it naming itself — when every rank has the value, rank 0's exit ends the job before that (one
+// line), and when only this rank has it, its line is the job's only one.
 double& timeout_setting() {
   static double t = [] {
     const char* e = std::getenv("SHARDLAB_COMM_TIMEOUT");
@@ -42,9 +46,10 @@ double& timeout_setting() {
     const double v = std::strtod(e, &end);
     if (!*e || *end || !std::isfinite(v) || v < 0 || (v > 0 && v < 1)) {
       const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-      if (!rank || std::strcmp(rank, "0") == 0)
-        std::fprintf(stderr,
-                     "shardlab: error: SHARDLAB_COMM_TIMEOUT must be 0 (never) or at least 1 second, got '%s'\n", e);
+      const bool first = !rank || std::strcmp(rank, "0") == 0;
+      if (!first) std::this_thread::sleep_for(std::chrono::seconds(5));
+      print_line("shardlab", first ? "error" : "error (rank " + std::string(rank) + ")",
+                 "SHARDLAB_COMM_TIMEOUT must be 0 (never) or at least 1 second, got '" + std::string(e) + "'");
       std::exit(2);
     }
     return v;

@@ -12,7 +12,8 @@
 #      files, compare's and plot's loss.csv, trace's trace.json;
 #  (5) output paths that are not regular files: --out's loss.csv, config.json, trace.json, loss.svg,
 #      ledger.json and the lock file (a symlink there is never followed), plot --out;
-#  (6) SHARDLAB_COMM_TIMEOUT and --comm-timeout: 0 or at least 1 second, anything else refused;
+#  (6) SHARDLAB_COMM_TIMEOUT and --comm-timeout: 0 or at least 1 second, anything else refused (also when only
+#      rank 1 has the bad value: its own line, naming it);
 #  (7) impossible sizes refused before allocating, naming both numbers: eval and sample of a checkpoint that
 #      claims a huge model, bench, ring (also under mpirun), a data file larger than the machine's memory; and
 #      ring's flags that would change nothing (--elements 0, --elements or --dtype beside --sizes-mb);
@@ -248,6 +249,15 @@ done
 runs "(6) --comm-timeout 0 is accepted" "$S" train "${M[@]}" --steps 1 --comm-timeout 0
 mpi_refused "(6) SHARDLAB_COMM_TIMEOUT=abc under mpirun -np 2: exit 2, said once" 2 "SHARDLAB_COMM_TIMEOUT" "$W" -- \
   env SHARDLAB_COMM_TIMEOUT=abc "$S" train "${M[@]}" --steps 1 --micro-batch 1
+# Set on rank 1 alone (rank 0 starts fine and waits for it): rank 1's own line, naming it.
+cat >"$W/on_rank1.sh" <<'EOF2'
+#!/usr/bin/env bash
+[ "${OMPI_COMM_WORLD_RANK:-}" != 1 ] || export SHARDLAB_COMM_TIMEOUT=abc
+exec "$@"
+EOF2
+mpi_refused "(6) SHARDLAB_COMM_TIMEOUT=abc on rank 1 only: exit 2, said once, naming rank 1" 2 \
+  "error \(rank 1\): SHARDLAB_COMM_TIMEOUT must be 0 \(never\) or at least 1 second, got 'abc'" "$W" -- \
+  bash "$W/on_rank1.sh" "$S" train "${M[@]}" --steps 1 --micro-batch 1
 
 # ---------------------------------------------------------------- (7) impossible sizes
 timed_refusal() {  # timed_refusal NAME CODES PATTERN CMD...: refused, and within 5 s

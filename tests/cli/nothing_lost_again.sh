@@ -172,6 +172,7 @@ stop_at_start() {  # stop_at_start RANK SECONDS: SIGSTOP that rank SECONDS after
 }
 stop_at_start 1 0.1
 stop_at_start 0 0.1
+stop_at_start 0 0.15
 stop_at_start 1 0.3
 
 # ---------------------------------------------------------------- (5) NUL bytes in text inputs
