@@ -8,6 +8,7 @@
 #   make mutants       realistic bugs put into a copy of the tree, each against the check that must catch it
 #   make lessons       every lessons/NN_*/run
 #   make bench         throughput and GEMM-efficiency benchmarks
+#   make format        every C++ file through clang-format (make test checks the tree against it)
 #   make seam SEAM=src/… WITH=FILE   shardlab and its tests with FILE in place of one textbook piece
 #   make lab-start LAB=04 DIR=D       a graded lab's starter file and README, copied into D
 #   make lab LAB=04 SOLUTION=FILE     grade FILE (the student's piece): a score table and results.json
@@ -38,7 +39,7 @@ LDLIBS    += $(shell pkg-config --libs openblas 2>/dev/null || echo -lopenblas) 
 JOBS      ?= $(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 MAKEFLAGS += -j$(JOBS)
 ACTIONS   := all run test test-kernels test-two-hosts mutants unit mpi-tests lessons bench seam lab lab-start \
-             lab-handout deps clean
+             lab-handout deps format clean
 ifneq ($(word 2,$(filter $(ACTIONS),$(MAKECMDGOALS))),)
 .NOTPARALLEL:
 endif
@@ -66,7 +67,7 @@ export OPENBLAS_NUM_THREADS := 1
 export OMP_NUM_THREADS := 1
 
 .PHONY: all deps run test test-kernels test-two-hosts mutants unit mpi-tests lessons bench seam lab lab-start lab-handout \
-        clean
+        format clean
 all: $(BUILD)/shardlab
 
 deps: $(DEPS_OK)
@@ -178,8 +179,12 @@ mpi-tests: $(BUILD)/mpi_tests
 lessons: $(BUILD)/shardlab
 	@bash scripts/run_lessons.sh
 
-test: $(BUILD)/shardlab $(BUILD)/unit_tests $(BUILD)/mpi_tests
+# The test binaries are built by scripts/test_all.sh itself, beside the first suites.
+test: $(BUILD)/shardlab
 	@bash scripts/test_all.sh
+
+format:
+	@bash scripts/format.sh
 
 mutants: $(BUILD)/shardlab $(BUILD)/unit_tests $(BUILD)/mpi_tests
 	@bash tests/mutants.sh

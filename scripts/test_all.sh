@@ -27,12 +27,13 @@ fi
 # shardlab built before any suite starts: a lesson's own `make` must never relink a binary a suite is running.
 MAKEFLAGS= make -s build/shardlab >/dev/null || exit 1
 passed=0; failed=0
+began=$(date +%s)
 suite() {  # suite NAME COMMAND...
   local name=$1; shift
   echo "=== $name"
   local start=$(date +%s)
-  if "$@"; then passed=$((passed + 1)); echo "=== $name: PASS ($(( $(date +%s) - start ))s)"
-  else failed=$((failed + 1)); echo "=== $name: FAIL ($(( $(date +%s) - start ))s)"; fi
+  if "$@"; then passed=$((passed + 1)); v=PASS; else failed=$((failed + 1)); v=FAIL; fi
+  echo "=== $name: $v ($(( $(date +%s) - start ))s)" | tee -a "$logs/serial.lanes"
 }
 
 logs=build/test_logs; rm -rf "$logs"; mkdir -p "$logs"
@@ -67,13 +68,14 @@ report() {  # prints every finished suite's log once
 }
 # Longest first (so that no long suite starts last and runs alone at the end), then the rest by name.
 longest="labs_parallel labs_kernels labs_ring nothing_lost_again hostile_inputs parallel_hostile pipeline parallel context_parallel"
-for name in unit $longest $(ls tests/cli/*.sh | xargs -n1 basename | sed 's/\.sh$//') $quiet; do
+for name in unit $longest format $(ls tests/cli/*.sh | xargs -n1 basename | sed 's/\.sh$//') $quiet; do
   case "$name" in lib*) continue ;; esac  # sourced helpers, not suites
-  [ "$name" = unit ] || [ -e "tests/cli/$name.sh" ] || [ -d "lessons/$name" ] || continue
+  [ "$name" = unit ] || [ "$name" = format ] || [ -e "tests/cli/$name.sh" ] || [ -d "lessons/$name" ] || continue
   [ ! -e "$logs/$name.started" ] || continue
   touch "$logs/$name.started"
   while [ "$(jobs -rp | wc -l)" -ge "$lanes" ]; do wait -n; report; done
   if [ "$name" = unit ]; then pooled "unit tests (once unit_tests and mpi_tests are built)" unit unit_tests &
+  elif [ "$name" = format ]; then pooled "format (clang-format drift)" format bash scripts/format.sh --check &
   elif [ -d "lessons/$name" ]; then pooled "lesson $name" "$name" env LESSONS="${name:0:2}" bash scripts/run_lessons.sh &
   elif [ "$name" = blas_kernel ]; then pooled "cli $name" "$name" after_test_binaries bash "tests/cli/$name.sh" &
   else pooled "cli $name" "$name" bash "tests/cli/$name.sh" &
@@ -83,5 +85,8 @@ wait; report
 
 suite "mpi tests (no mpirun; np 1, 2, 3, 4, 8)" bash scripts/mpi_tests.sh build/mpi_tests
 [ -z "$clocked" ] || suite "lessons that time something (alone:$clocked)" env LESSONS="$clocked" bash scripts/run_lessons.sh
-echo "$passed passed, $failed failed"
+# The whole time and the five slowest lanes, to see where a change made the suite slower.
+echo "$passed passed, $failed failed; the suites took $(( $(date +%s) - began )) s; the slowest lanes:" \
+  "$(sed -n 's/^=== \(.*\): \(PASS\|FAIL\) (\([0-9]*\)s)$/\3 s \1/p' "$logs"/*.log "$logs/serial.lanes" | sort -rn | head -n 5 |
+    sed 's/ (once unit_tests and mpi_tests are built)//' | paste -sd ';' | sed 's/;/; /g')"
 [ "$failed" = 0 ]

@@ -1,6 +1,6 @@
 // What every command of the shardlab program shares: its entry point's shape, parse_command,
 // which turns --help and bad flags into the same behaviour everywhere (help or one error line, from
-// rank 0 only; exit 0 for help, 2 for an error), and the form of every error and warning line
+// one rank only; exit 0 for help, 2 for an error), refuse_together, and the form of every error and warning line
 // (core/error_line.h: long values shortened). One file per command: cli/<command>.cpp.
 #pragma once
 #include <ostream>
@@ -13,8 +13,16 @@
 
 namespace shardlab {
 
-// -1: the flags are good, run the command. Otherwise the exit code (help printed, or the error).
+// -1: the flags are good, run the command. Otherwise the exit code (help printed, or the error). Under mpirun every
+// rank parses its own command line, and they must all be given the same one: a rank whose flags are bad, or differ
+// from rank 0's, is refused as refuse_together says.
 int parse_command(Flags& flags, const std::vector<std::string>& args, const Runtime& rt, const std::string& command);
+
+// One rank's verdict on its input (its flags, its data file, its settings), settled by every rank together
+// (collective over the world): -1 when no rank refused, else the lowest refusing rank prints why (naming itself
+// when it is not rank 0) and every rank returns that rank's code, so that the job ends with exactly one line
+// whichever rank refused, never waiting for a rank that has gone. why: "" when this rank accepts.
+int refuse_together(const Runtime& rt, const std::string& command, const std::string& why, int code);
 
 // For commands that print to streams (plan and its modes): parses args onto flags; --help prints the help to out and
 // returns true (exit 0); a bad flag throws Fail{message}, for the command's own one-line error and exit 2.

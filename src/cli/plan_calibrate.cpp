@@ -30,10 +30,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "check/ledger_read.h"
 #include "cli/command.h"
 #include "comm/communicator.h"
 #include "core/fma_peak.h"
-#include "check/ledger_read.h"
 #include "io/json_file.h"
 #include "io/loss_log.h"
 #include "io/owned_files.h"
@@ -217,10 +217,10 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
     }
   // The output is never one of the inputs (the run's files), nor a file shardlab did not write as this command's.
   if (problem.empty() && rt.is_root())
-    problem = output_file_problem(out, "--out", kCalibrateBy,
-                                  run.empty() ? std::vector<std::string>{}
-                                              : std::vector<std::string>{run + "/config.json", run + "/ledger.json",
-                                                                         run + "/loss.csv"});
+    problem = output_file_problem(
+        out, "--out", kCalibrateBy,
+        run.empty() ? std::vector<std::string>{}
+                    : std::vector<std::string>{run + "/config.json", run + "/ledger.json", run + "/loss.csv"});
   if (problem.empty() && cfg.run.steps < 1) problem = "--steps expects at least 1 step to time";
   RunRate rate;  // on every rank: the other rank times the same model beside rank 0
   if (problem.empty()) {
@@ -327,7 +327,8 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
   measured.intra_bytes_per_s = measured.inter_bytes_per_s = ring.beta, measured.latency_s = ring.alpha;
   measured.update_s_per_param = update_per_param;
   if (const std::string why = plan::rates_problem(measured); !why.empty()) {
-    std::fprintf(stderr, "shardlab plan --calibrate: error: the rates measured are not a machine's (%s); %s not written\n",
+    std::fprintf(stderr,
+                 "shardlab plan --calibrate: error: the rates measured are not a machine's (%s); %s not written\n",
                  why.c_str(), out.c_str());
     return 1;
   }

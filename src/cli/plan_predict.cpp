@@ -36,8 +36,9 @@ struct PredictFlags {
   PredictSpec s;
 };
 
-// The trainer's configuration of spec s (AdamW, pure f32 or f64 or mixed bf16, 1F1B with pp), and its verdict: the rules of
-// `shardlab train` (train/train_config.h's validate_train_config and validate_world), "" when it would start it.
+// The trainer's configuration of spec s (AdamW, pure f32 or f64 or mixed bf16, 1F1B with pp), and its verdict: the
+// rules of `shardlab train` (train/train_config.h's validate_train_config and validate_world), "" when it would start
+// it.
 std::string trainer_problem(const PredictSpec& s) {
   TrainConfig c;
   c.model.layers = int(s.layers), c.model.hidden = int(s.hidden), c.model.heads = int(s.heads);
@@ -188,7 +189,8 @@ int plan_predict_run(const std::vector<std::string>& args, std::ostream& out, st
     parse_recompute(v.recompute, &v.s.recompute);
     parse_attention_kernel(v.attention, &v.s.attention);
     // A layout is valid when the trainer would start it: its own rules, its own sentences.
-    if (std::string why = trainer_problem(v.s); !why.empty()) throw PredictFail{"the trainer would refuse this: " + why};
+    if (std::string why = trainer_problem(v.s); !why.empty())
+      throw PredictFail{"the trainer would refuse this: " + why};
     if (flags.given("--json"))
       if (std::string why = output_file_problem(v.json, "--json", kPredictJsonBy, {v.rates}); !why.empty())
         throw PredictFail{why};

@@ -206,8 +206,8 @@ int ring_command(const CommandArgs& args, const Runtime& rt) {
     const double v = std::strtod(item.c_str(), &end);  // a plain decimal: no sign, space, hex or exponent
     if (item.empty() || *end || item.find_first_not_of("0123456789.") != std::string::npos ||
         !(v >= 0.001 && v <= 4096))
-      throw std::invalid_argument("--sizes-mb expects sizes in MB in [0.001, 4096] separated by commas, got '" +
-                                  sizes + "'");
+      throw std::invalid_argument("--sizes-mb expects sizes in MB in [0.001, 4096] separated by commas, got '" + sizes +
+                                  "'");
     mb.push_back(v);
   }
   // A flag that would change nothing is refused, never silently dropped: the sweep has its own sizes, in f32.

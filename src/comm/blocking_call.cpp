@@ -1,49 +1,94 @@
-// The alarm around a blocking MPI call (see blocking_call.h). One process-wide alarm (SIGALRM), set and
-// cleared around each call; its handler only writes and exits (async-signal-safe).
+// The timer around a blocking MPI call (see blocking_call.h): one watcher thread, started at the first guard,
+// waiting on a condition variable for a guard to arm it and for that guard to end or its deadline to pass.
 #include "comm/blocking_call.h"
 
 #include <unistd.h>
 
-#include <cmath>
-#include <csignal>
-#include <cstdio>
-#include <cstdlib>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
 
 #include "comm/mpi_handle.h"
+#include "comm/roll_call.h"
+#include "core/error_line.h"
 
 namespace shardlab::detail {
 
 namespace {
 
-const char* stuck_in = "";
-int seconds = 0, world_rank = 0;
+using Clock = std::chrono::steady_clock;
 
-void rang(int) {
-  char msg[400];
-  const int n = std::snprintf(msg, sizeof msg,
-                              "shardlab: error (rank %d): stuck %d s (the comm timeout) in %s, which cannot be "
-                              "interrupted: a rank never arrived there (stopped, stuck or dead); the job ends\n",
-                              world_rank, seconds, stuck_in);
-  if (n > 0) (void)!::write(2, msg, static_cast<size_t>(n < int(sizeof msg) ? n : int(sizeof msg) - 1));
+struct Watcher {
+  std::mutex mutex;
+  std::condition_variable changed;
+  const char* what = nullptr;  // the armed call; nullptr: none
+  double seconds = 0;
+  Clock::time_point deadline;
+  uint64_t call = 0;  // counts the guards, so that a wait knows whether its call is still the armed one
+  bool started = false;
+};
+
+// Never destroyed: the thread may still wait on it while the process exits.
+Watcher& watcher() {
+  static Watcher* w = new Watcher;
+  return *w;
+}
+
+[[noreturn]] void say_and_exit(const RollCall& roll) {
+  // Not after the job is over (a rank stopped, then resumed by mpirun's SIGCONT as it ends the job), nor after
+  // another rank has said why.
+  if (!launcher_gone() && claim_the_word())
+    print_line("shardlab", roll.speaker ? "error" : "error (rank " + std::to_string(roll.rank) + ")", roll.line);
   ::_exit(3);
+}
+
+void watch() {
+  Watcher& w = watcher();
+  std::unique_lock<std::mutex> lock(w.mutex);
+  for (;;) {
+    w.changed.wait(lock, [&w] { return w.what != nullptr; });
+    const uint64_t call = w.call;
+    const auto same_call = [&w, call] { return w.what == nullptr || w.call != call; };
+    if (w.changed.wait_until(lock, w.deadline, same_call)) continue;  // the call ended in time
+    const std::string what = w.what;
+    const double seconds = w.seconds;
+    lock.unlock();
+    const RollCall roll = call_the_roll(what, seconds);
+    lock.lock();
+    // Not the speaker: the speaker's line ends the job within moments; only if it has not, 3 s later, this one.
+    if (!roll.speaker && w.changed.wait_for(lock, std::chrono::seconds(3), same_call)) continue;
+    lock.unlock();
+    say_and_exit(roll);
+  }
 }
 
 }  // namespace
 
 BlockingCall::BlockingCall(const char* what) {
   const double timeout = comm_timeout_seconds();
-  if (!(timeout > 0)) return;                              // 0: wait for ever, as asked
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");  // known before MPI_Init too
-  world_rank = rank ? std::atoi(rank) : 0;
-  seconds = static_cast<int>(std::ceil(timeout));
-  stuck_in = what;
-  std::signal(SIGALRM, rang);
-  ::alarm(static_cast<unsigned>(seconds + (world_rank == 0 ? 0 : 2)));
+  if (!(timeout > 0)) return;  // 0: wait for ever, as asked
+  Watcher& w = watcher();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  if (!w.started) {
+    std::thread(watch).detach();
+    w.started = true;
+  }
+  w.what = what;
+  w.seconds = timeout;
+  w.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout));
+  ++w.call;
+  w.changed.notify_all();
 }
 
 BlockingCall::~BlockingCall() {
-  ::alarm(0);
-  std::signal(SIGALRM, SIG_DFL);
+  Watcher& w = watcher();
+  std::lock_guard<std::mutex> lock(w.mutex);
+  if (!w.what) return;
+  w.what = nullptr;
+  w.changed.notify_all();
 }
 
 }  // namespace shardlab::detail

@@ -1,9 +1,11 @@
 // A blocking MPI call that cannot be polled — MPI_Init and MPI_Finalize, creating a communicator, MPI's own
 // collectives under --comm mpi: every rank first arrives at a barrier the watchdog watches, but a peer that
-// stops or dies between that barrier and the call leaves the call waiting for ever, and no poll of ours
-// runs to notice. A guard arms an alarm for the comm timeout around the call; when it rings, the rank says
-// what it was stuck in and exits, and mpirun ends the job. Rank 0's alarm rings first, the others' 2 s
-// later, so that one rank speaks (unless rank 0 is the one missing). Part of src/comm/.
+// stops or dies between that barrier and the call (or before MPI start-up ends) leaves the call waiting for
+// ever, and no poll of ours runs to notice. A guard arms a timer for the comm timeout around the call; when it
+// runs out, the roll call (comm/roll_call.h) names the ranks that never arrived, the lowest rank still waiting
+// prints that one line and exits, and mpirun ends the job; another waiting rank prints only if the job has not
+// ended 3 s later, and none once the launcher has gone. The timer is one thread of the process's own (it calls
+// no MPI), armed and disarmed by each guard. Part of src/comm/.
 #pragma once
 
 namespace shardlab::detail {

@@ -96,7 +96,7 @@ void spin_until(const std::function<bool()>& done, const std::function<int()>& p
   // between polls at once, and start sleeping sooner.
   const bool over = oversubscribed();
   const double poll_freely = over ? 100e-6 : 1e-3;  // seconds of waiting before the sleeps begin
-  const timespec nap{0, 50 * 1000};                  // 50 µs: a wait's end is seen at most ~0.1 ms late
+  const timespec nap{0, 50 * 1000};                 // 50 µs: a wait's end is seen at most ~0.1 ms late
   for (unsigned polls = 0;; ++polls) {
     engine_drive();
     if (done()) return;

@@ -7,12 +7,14 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "comm/blocking_call.h"
 #include "comm/communicator.h"
 #include "comm/mpi_errors.h"
 #include "comm/mpi_handle.h"
+#include "comm/roll_call.h"
 
 namespace shardlab {
 
@@ -24,7 +26,7 @@ bool launched_by_mpirun() {
 // The comm timeout: the command line's --comm-timeout (read here, before the flags are parsed), else
 // $SHARDLAB_COMM_TIMEOUT, else 120 s. It holds from start-up on: MPI_Init waits for every rank to start, and a
 // rank that never does (stopped, stuck) would keep the others waiting for ever, before any watchdog of ours
-// exists (comm/blocking_call.h ends that wait).
+// exists (comm/blocking_call.h ends that wait, naming it).
 double startup_timeout(int argc, char** argv) {
   double t = detail::comm_timeout_seconds();  // also checks $SHARDLAB_COMM_TIMEOUT
   for (int i = 1; i < argc; ++i) {
@@ -47,6 +49,7 @@ Runtime::Runtime(int& argc, char**& argv) {
   set_comm_timeout(startup_timeout(argc, argv));
   if (!launched_by_mpirun()) return;
   {
+    detail::leave_start_note();  // so that a rank that never arrives can be named (comm/roll_call.h)
     detail::BlockingCall guard("MPI start-up (MPI_Init)");
     MPI_Init(&argc, &argv);
     detail::install_mpi_error_handler();  // before any communicator is made: they all inherit it
@@ -74,6 +77,18 @@ std::string Runtime::agree(const std::string& root_value) const {
   MPI_Ibcast(v.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD, &req[0]);
   detail::wait_requests(req, {0}, "agreeing on rank 0's decision (broadcast on world)");
   return v;
+}
+
+Runtime::Refusal Runtime::first_refusal(int code) const {
+  if (!mpi_ || size_ == 1) return code ? Refusal{rank_, code} : Refusal{};
+  // One minimum over rank × 256 + code (exit codes are below 256): the lowest refusing rank and its code at once.
+  const int mine = code ? rank_ * 256 + (code & 255) : std::numeric_limits<int>::max();
+  int lowest = mine;
+  std::vector<MPI_Request> req(1, MPI_REQUEST_NULL);
+  MPI_Iallreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req[0]);
+  detail::wait_requests(req, {-1}, "agreeing whether every rank accepted its input (allreduce on world)");
+  if (lowest == std::numeric_limits<int>::max()) return {};
+  return {lowest / 256, lowest % 256};
 }
 
 double Runtime::report_delay_seconds() const {

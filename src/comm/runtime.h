@@ -25,6 +25,13 @@ class Runtime {
   // Rank 0's value on every rank (collective over the world): for a decision only rank 0 can make,
   // e.g. whether it could claim the run's output directories.
   std::string agree(const std::string& root_value) const;
+  // Every rank's verdict on what it was given, seen by all (collective over the world): the lowest rank whose code
+  // is not 0, and that code; {-1, 0} when every rank's is 0. So that when one rank alone refuses its flags, its
+  // data or its settings, every rank knows who speaks and they all end together.
+  struct Refusal {
+    int rank = -1, code = 0;
+  };
+  Refusal first_refusal(int code) const;
 
  private:
   bool mpi_ = false;

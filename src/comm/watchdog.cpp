@@ -20,6 +20,7 @@
 
 #include "comm/communicator.h"
 #include "comm/mpi_handle.h"
+#include "comm/roll_call.h"
 #include "core/error_line.h"
 
 namespace shardlab {
@@ -142,6 +143,7 @@ void watchdog_fire(const std::string& what, int waiting_for, double waited) {
   int reporter = 0;
   while (!reported[reporter]) ++reporter;
   if (me == reporter) {
+    if (!claim_the_word()) abort_all(3);  // a rank stuck in an MPI call has already said why (comm/roll_call.h)
     std::fprintf(stderr, "shardlab: error: %s\n", message(got, reported, comm_timeout_seconds()).c_str());
     std::fflush(stderr);
     abort_all(3);

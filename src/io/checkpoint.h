@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/checkpoint_hold.h"
 #include "io/safetensors.h"
 
 namespace shardlab {
@@ -62,29 +63,6 @@ std::string read_latest(const std::string& dir);
 bool is_own_checkpoint(const std::string& step_dir);
 // Names of this code's own scratch: "<name>.tmp-XXXXXX", "<name>.prune-XXXXXX".
 bool is_scratch_name(const std::string& name);
-
-// A reader's hold on one checkpoint step: the step directory a --resume / --load names (resolve_step_dir), held
-// with a shared lock on the directory until released, so that another run's prune_checkpoints leaves it in place
-// while it is read. Every read of one command goes through one hold, so its configuration, its checks and its
-// tensors all come from the same step. Between reading `latest` and taking the lock, a live run may save a newer
-// step and prune the one `latest` named: then `latest` is read again and the hold taken on the step it names now
-// (once more; a run that replaces its newest step faster than that is named). Throws as resolve_step_dir does.
-class CheckpointHold {
- public:
-  CheckpointHold() = default;
-  explicit CheckpointHold(const std::string& dir_or_step);
-  ~CheckpointHold();
-  CheckpointHold(CheckpointHold&& o) noexcept;
-  CheckpointHold& operator=(CheckpointHold&& o) noexcept;
-  CheckpointHold(const CheckpointHold&) = delete;
-  CheckpointHold& operator=(const CheckpointHold&) = delete;
-  const std::string& step_dir() const { return step_dir_; }  // "" when nothing is held
-  void release();                                            // pruning may remove the step from now on
-
- private:
-  std::string step_dir_;
-  int fd_ = -1;
-};
 
 struct LoadedCheckpoint {
   std::string path;  // the step directory

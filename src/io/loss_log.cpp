@@ -79,9 +79,9 @@ void LossLog::flush(int step) {
     const bool cut = ::ftruncate(::fileno(f_), whole_) == 0;
     std::fclose(f_);
     f_ = std::fopen(path_.c_str(), "a");  // the rows kept stay shardlab's (recorded when the log closes)
-    throw std::runtime_error("cannot write " + path_ + " (" + why + "); the rows before step " + std::to_string(step) +
-                             (cut ? " are kept, whole" : " are kept, and the row of step " + std::to_string(step) +
-                                                             " may be cut short"));
+    throw std::runtime_error(
+        "cannot write " + path_ + " (" + why + "); the rows before step " + std::to_string(step) +
+        (cut ? " are kept, whole" : " are kept, and the row of step " + std::to_string(step) + " may be cut short"));
   }
   whole_ = std::ftell(f_);
 }

@@ -13,6 +13,7 @@
 
 #include "core/paths.h"
 #include "io/files.h"
+#include "io/json_file.h"
 #include "io/sha256.h"
 
 namespace shardlab {
@@ -34,7 +35,7 @@ Manifest read_manifest(const fs::path& dir) {
   if (!fs::exists(m.path, ec) && !fs::is_symlink(m.path, ec)) return m;
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_file(m.path.string(), size_t(16) << 20), nullptr, false);
+    j = parse_json_or_discarded(read_file(m.path.string(), size_t(16) << 20));
   } catch (const std::exception& e) {
     m.problem = e.what();
     return m;
@@ -76,10 +77,10 @@ std::string owned_file_problem(const std::string& path, bool log, const std::str
   if (!fs::exists(p, ec) && !fs::is_symlink(p, ec)) return "";
   if (fs::is_symlink(p, ec) || !fs::is_regular_file(p, ec)) {
     const fs::file_type t = fs::status(p, ec).type();
-    const char* what = fs::is_symlink(p, ec)             ? " (a symbolic link)"
-                       : t == fs::file_type::directory   ? " (a directory)"
-                       : t == fs::file_type::fifo        ? " (a FIFO)"
-                       : t == fs::file_type::socket      ? " (a socket)"
+    const char* what = fs::is_symlink(p, ec)                                        ? " (a symbolic link)"
+                       : t == fs::file_type::directory                              ? " (a directory)"
+                       : t == fs::file_type::fifo                                   ? " (a FIFO)"
+                       : t == fs::file_type::socket                                 ? " (a socket)"
                        : t == fs::file_type::block || t == fs::file_type::character ? " (a device)"
                                                                                     : "";
     return "'" + path + "' is not a regular file" + what;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/paths.h"
+#include "io/json_file.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors data is little-endian; so must the host be");
 
@@ -116,11 +117,7 @@ SafetensorsFile SafetensorsFile::parse(std::vector<uint8_t> bytes, const std::st
   const size_t data_size = size - f.data_start_;
 
   const char* text = reinterpret_cast<const char*>(f.bytes_.data() + 8);
-  try {
-    f.header_ = nlohmann::json::parse(text, text + n);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw err(label, std::string("header is not valid JSON (") + e.what() + ")");
-  }
+  f.header_ = parse_json_text(std::string(text, text + n), "safetensors " + label + ": the header");
   if (!f.header_.is_object()) throw err(label, "header is not a JSON object");
 
   for (auto it = f.header_.begin(); it != f.header_.end(); ++it) {

@@ -78,7 +78,9 @@ std::string describe_layout(const PredictSpec& s) {
                                       {"heads", s.heads},
                                       {"layers", s.layers},
                                       {"vocab", s.vocab},
-                                      {"width", s.bf16 ? 2 : s.f64 ? 8 : 4},
+                                      {"width", s.bf16  ? 2
+                                                : s.f64 ? 8
+                                                        : 4},
                                       {"stat_width", s.f64 ? 8 : 4},
                                       {"attention", attention_name(s.attention)},
                                       {"recompute", recompute_name(s.recompute)},

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/paths.h"
+#include "io/json_file.h"
 
 namespace shardlab::plan {
 
@@ -46,9 +47,14 @@ StepRates read_rates_file(const std::string& path) {
   } catch (const std::exception& e) {
     throw std::invalid_argument("--rates: " + std::string(e.what()));
   }
+  nlohmann::json j;
+  try {
+    j = parse_json_text(text, "--rates " + path);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(e.what());
+  }
   StepRates r;
   try {
-    const nlohmann::json j = nlohmann::json::parse(text);
     r.gpu_flops = j.at("gpu_flops").get<double>();
     r.intra_bytes_per_s = r.inter_bytes_per_s = j.at("bytes_per_s").get<double>();
     r.latency_s = j.at("latency_s").get<double>();

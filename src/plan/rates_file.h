@@ -15,9 +15,9 @@ struct RateBounds {
   const char* unit;
   double lo, hi;
 };
-constexpr RateBounds kFlopRate{"FLOP/s", 1e6, 1e18};             // a slow core … far beyond any accelerator
-constexpr RateBounds kLinkRate{"bytes/s", 1e3, 1e15};            // a modem … far beyond any link
-constexpr RateBounds kLatency{"s", 0, 1};                        // α per message
+constexpr RateBounds kFlopRate{"FLOP/s", 1e6, 1e18};               // a slow core … far beyond any accelerator
+constexpr RateBounds kLinkRate{"bytes/s", 1e3, 1e15};              // a modem … far beyond any link
+constexpr RateBounds kLatency{"s", 0, 1};                          // α per message
 constexpr RateBounds kUpdatePerParam{"s per parameter", 0, 1e-3};  // the optimizer's work per parameter
 
 // "" when value lies in b, else "NAME = VALUE is not in [lo, hi] UNIT" (NAME as the reader knows it: a key or a flag;

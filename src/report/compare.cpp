@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/paths.h"
+#include "io/json_file.h"
 #include "io/loss_log.h"
 
 namespace shardlab {
@@ -20,7 +21,7 @@ namespace {
 std::string run_dtype(const std::string& dir) {
   const std::string path = dir + "/config.json";
   if (!input_file_problem(path).empty()) return "";
-  nlohmann::json j = nlohmann::json::parse(read_file(path, size_t(16) << 20), nullptr, false);
+  const nlohmann::json j = parse_json_or_discarded(read_file(path, size_t(16) << 20));
   return j.is_object() && j.contains("dtype") && j["dtype"].is_string() ? j["dtype"].get<std::string>() : "";
 }
 

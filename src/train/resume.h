@@ -2,10 +2,11 @@
 // given now on top of it — except the ones that define the model states (shape, precision, optimizer),
 // which must match what was saved. The whole parallel layout (parallel/layout.h: axes, ZeRO/FSDP, nodes,
 // buckets, collectives) is the new run's to choose: checkpoints hold whole tensors; the exact mode carries over (a
-// resumed --exact run stays exact unless told --exact=false), and the run's header says so. Where it writes (--out, --save, …)
-// is only what its own command line says. The run keeps its identity (run id), so it may continue into directories of
-// its own. And it trains on the same data: the checkpoint names its data file's bytes (io/data_identity.h); the
-// checkpoint's path holding other bytes is refused, another --data named on purpose is trained on with a warning.
+// resumed --exact run stays exact unless told --exact=false), and the run's header says so. Where it writes (--out,
+// --save, …) is only what its own command line says. The run keeps its identity (run id), so it may continue into
+// directories of its own. And it trains on the same data: the checkpoint names its data file's bytes
+// (io/data_identity.h); the checkpoint's path holding other bytes is refused, another --data named on purpose is
+// trained on with a warning.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -13,6 +13,7 @@
 
 #include "core/paths.h"
 #include "io/checkpoint.h"
+#include "io/json_file.h"
 #include "io/loss_log.h"
 #include "io/owned_files.h"
 
@@ -40,7 +41,7 @@ namespace {
 // A small JSON file shardlab wrote (config.json, meta.json); null when unreadable or not JSON.
 nlohmann::json read_json(const fs::path& p) {
   try {
-    return nlohmann::json::parse(read_file(p.string(), size_t(1) << 24), nullptr, false);
+    return parse_json_or_discarded(read_file(p.string(), size_t(1) << 24));
   } catch (const std::exception&) {
     return nlohmann::json();
   }

@@ -6,6 +6,7 @@
 
 #include "core/paths.h"
 #include "io/checkpoint.h"
+#include "io/json_file.h"
 #include "io/owned_files.h"
 #include "report/plot.h"
 #include "report/schedule_svg.h"
@@ -30,7 +31,7 @@ void RunOutputs::begin(const std::string& header) {
   // The directory was claimed (train/run_dirs.h): its loss.csv continues only if it is this run's own.
   const std::string previous = cfg_.outputs.out + "/config.json";
   const nlohmann::json before = input_file_problem(previous).empty()
-                                    ? nlohmann::json::parse(read_file(previous, size_t(16) << 20), nullptr, false)
+                                    ? parse_json_or_discarded(read_file(previous, size_t(16) << 20))
                                     : nlohmann::json();
   const bool own = before.is_object() && before.value("run_id", "") == cfg_.run_id;
   // This run writes a new ledger.json; a trace.json or schedule.svg of before (another run replaced with

@@ -58,7 +58,8 @@ std::string run_header(const TrainConfig& cfg, const ParamLayout& layout, const 
                   std::to_string(cfg.model.seq) + " tokens";
   if (resume_step > 0)
     h += ", resuming after step " + std::to_string(resume_step) +
-         (cfg.layout.exact ? " in the exact mode (as an exact checkpoint resumes; --exact=false for the normal mode)" : "");
+         (cfg.layout.exact ? " in the exact mode (as an exact checkpoint resumes; --exact=false for the normal mode)"
+                           : "");
   const ParallelLayout& l = cfg.layout;
   const int dp = grid.size(Axis::dp);
   std::string axes = dp > 1

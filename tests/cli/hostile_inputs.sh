@@ -325,7 +325,7 @@ mpi_resume() {  # mpi_resume NAME PATTERN DIR
 }
 mpi_resume "a model.safetensors overwritten with NaN bytes" "model.safetensors: checksum mismatch" "$W/mpi_nan_bytes"
 mpi_resume "a truncated model.safetensors" "model.safetensors: size [0-9]+ bytes, meta.json says [0-9]+" "$W/mpi_truncated"
-mpi_resume "a meta.json that is not JSON" "meta.json: bad JSON" "$W/mpi_meta_not_json"
+mpi_resume "a meta.json that is not JSON" "meta.json is damaged" "$W/mpi_meta_not_json"
 mpi_resume "NaN in optimizer.safetensors with matching checksums" "tensor adam_[mv]\..* holds NaN or Inf" "$W/mpi_nan_checksummed"
 cp -r "$W/ck" "$W/mpi_good"
 runs "(8) ... while the undamaged copy resumes under mpirun -np 2" \

@@ -25,4 +25,29 @@ last() { tail -n 3 "$1" | tr '\n' '|'; }
 # descendants PID: every process below PID (its children, theirs, …), one pid a line — a job's ranks under
 # scripts/mpirun.sh, which runs mpirun as its child.
 descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
+# job_rank JOB RANK: the pid of world rank RANK among the shardlab processes below JOB (scripts/mpirun.sh's pid),
+# read from each one's environment; empty when it is not (yet, or any more) there.
+job_rank() {
+  local p r
+  for p in $(descendants "$1"); do
+    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = shardlab ] || continue
+    r=$({ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+    [ "$r" = "$2" ] && { echo "$p"; return; }
+  done
+}
+# await_rank JOB RANK SECONDS [CMD...]: polls (every 0.1 s) until rank RANK of the job exists and CMD (e.g. "training
+# has begun") succeeds. Sets rank_pid (empty if not found) and rank_wait: how the wait ended ("found after 2.3 s",
+# "mpirun ended after 0.4 s", "not found in 20 s", "found, but CMD still false after 20 s").
+await_rank() {
+  local job=$1 rank=$2 limit=$3 i polls; shift 3
+  polls=$((limit * 10)); rank_pid=""; rank_wait=""
+  for ((i = 1; i <= polls; i++)); do
+    [ -n "$rank_pid" ] && kill -0 "$rank_pid" 2>/dev/null || rank_pid=$(job_rank "$job" "$rank")
+    if [ -n "$rank_pid" ] && { [ $# = 0 ] || "$@"; }; then rank_wait="found after $((i / 10)).$((i % 10)) s"; return; fi
+    if ! kill -0 "$job" 2>/dev/null; then rank_wait="mpirun ended after $((i / 10)).$((i % 10)) s"; rank_pid=""; return; fi
+    sleep 0.1
+  done
+  [ -n "$rank_pid" ] && rank_wait="found, but '$*' still false after $limit s" || rank_wait="not found in $limit s"
+  rank_pid=""
+}
 head -c 20000 data/corpus.txt >"$tmp/small.txt"

@@ -7,7 +7,10 @@
 #      that cannot be written): one shardlab line after OpenMPI's report, saying what is in the way and what to do;
 #  (3) nothing is left behind: every job's directory is removed when it ends — also when the script is killed (its
 #      SIGTERM reaches mpirun and the ranks);
-#  (4) many jobs at once (the race behind "orte_session_dir failed"): all run.
+#  (4) many jobs at once (the race behind "orte_session_dir failed"): all run;
+#  (5) mpirun itself crashing as it ends a job (OpenMPI's "Process received signal" report under its own pid): the
+#      report never reaches the user; one shardlab line instead, none when a rank has already said why, and a
+#      rank's own report (another pid) still passes through. A stand-in mpirun plays the crash.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 if ! command -v mpirun >/dev/null 2>&1; then echo "FAIL - mpirun exists (no OpenMPI: make deps installs it)"; exit 1; fi
@@ -93,4 +96,33 @@ done
 bad=0
 for i in "${!pids[@]}"; do wait "${pids[$i]}" || { bad=$((bad + 1)); fail "(4) job $((i + 1)) of 6 at once" "$(last "$tmp/f$((i + 1)).out")"; }; done
 [ $bad = 0 ] && ok "(4) 6 jobs started at once beside the file in the way: all ran, $(left) directories left"
+
+# ---------------------------------------------------------------- (5) mpirun's own crash report
+mkdir -p "$tmp/fake"
+cat >"$tmp/fake/mpirun" <<'EOF2'
+#!/usr/bin/env bash
+# A stand-in mpirun: a line of a rank ($FAKE_SAID), then OpenMPI's crash report under its own pid, exit 139.
+[ -z "${FAKE_SAID:-}" ] || echo "$FAKE_SAID" >&2
+echo "[$(hostname):99999] *** Process received signal *** (a rank's own report passes through)" >&2
+echo "[$(hostname):99999] *** End of error message ***" >&2
+for l in "*** Process received signal ***" "Signal: Segmentation fault (11)" "Signal code: Address not mapped (1)" \
+  "[ 0] /lib/x86_64-linux-gnu/libc.so.6(+0x3c050)[0x7f]" "[ 1] libpmix.so.2(PMIx_server_finalize+0x5a)[0x7f]" \
+  "*** End of error message ***"; do echo "[$(hostname):$$] $l" >&2; done
+exit 139
+EOF2
+chmod +x "$tmp/fake/mpirun"
+crash() {  # crash NAME FAKE_SAID WANT_LINES PATTERN
+  PATH="$tmp/fake:$PATH" FAKE_SAID=$2 timeout 30 bash scripts/mpirun.sh -np 2 true >"$tmp/c.out" 2>"$tmp/c.err"
+  local rc=$? n
+  n=$(grep -c '^shardlab' "$tmp/c.err")
+  if [ $rc = 139 ] && ! grep -q "PMIx_server_finalize\|Signal code\|\] Signal: " "$tmp/c.err" && [ "$n" = "$3" ] &&
+    grep -q "$4" "$tmp/c.err" && grep -q "a rank's own report passes through" "$tmp/c.err"; then
+    ok "$1: exit 139, no crash report, $n shardlab line(s)${2:+ (a rank spoke first)}: $(grep -m1 '^shardlab' "$tmp/c.err" | cut -c1-110)"
+  else
+    fail "$1" "exit $rc, $n shardlab lines (want $3), stderr: $(tr '\n' '|' <"$tmp/c.err" | cut -c1-400)"
+  fi
+}
+crash "(5) mpirun crashes as the job ends, no rank spoke" "" 1 "^shardlab: error: mpirun itself crashed (Segmentation fault (11))"
+crash "(5) mpirun crashes after a rank named the cause" "shardlab: error: rank 1 never arrived: rank 0 waited 5 s" 1 \
+  "^shardlab: error: rank 1 never arrived"
 exit $((fails > 0))

@@ -198,16 +198,11 @@ bash scripts/mpirun.sh -np 4 "$S" train "${M[@]}" --global-batch 4 --micro-batch
   --progress lines --out "$tmp/stuck" >"$tmp/stuck.log" 2>&1 &
 job=$!
 started+=($job)
-victim=""
-for _ in $(seq 100); do
-  for p in $(pgrep -f "$tmp/stuck"); do
-    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=2" && victim=$p
-  done
-  [ -n "$victim" ] && [ "$(tail -n +2 "$tmp/stuck/loss.csv" 2>/dev/null | wc -l)" -ge 3 ] && break
-  sleep 0.2
-done
+three_steps() { [ "$(tail -n +2 "$tmp/stuck/loss.csv" 2>/dev/null | wc -l)" -ge 3 ]; }
+await_rank "$job" 2 30 three_steps
+victim=$rank_pid
 if [ -z "$victim" ]; then
-  fail "(4) SIGSTOP one rank of 4" "no rank 2 process found: $(last "$tmp/stuck.log")"
+  fail "(4) SIGSTOP one rank of 4" "rank 2's process: $rank_wait; $(last "$tmp/stuck.log")"
 else
   kill -STOP "$victim"
   t0=$(date +%s)

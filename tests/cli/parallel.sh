@@ -132,19 +132,14 @@ dead_rank() {
     --out "$d/run" >"$d/out" 2>"$d/err" </dev/null &
   mp=$!
   started+=("$mp")
-  # Both ranks exist (command lines start with $S, mpirun's does not) and training has begun.
-  for i in $(seq 1 100); do
-    mapfile -t ranks < <(pgrep -f "^$S train .*$d/run")
-    [ ${#ranks[@]} -ge 2 ] && [ "$(cat "$d/run/loss.csv" 2>/dev/null | wc -l)" -ge 2 ] && break
-    kill -0 "$mp" 2>/dev/null || break
-    sleep 0.2
-  done
+  # The rank, found among the job's own processes, once training has begun.
+  began() { [ "$(cat "$d/run/loss.csv" 2>/dev/null | wc -l)" -ge 2 ]; }
+  await_rank "$mp" "$which" 30 began
+  victim=$rank_pid
+  mapfile -t ranks < <(descendants "$mp")
   started+=(${ranks[@]+"${ranks[@]}"})
-  for p in ${ranks[@]+"${ranks[@]}"}; do
-    tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$which" && victim=$p
-  done
-  if [ ${#ranks[@]} -lt 2 ] || [ -z "$victim" ]; then
-    fail "$name" "${#ranks[@]} rank processes after 20 s, rank $which's pid '${victim}': $(last "$d/err")"
+  if [ -z "$victim" ]; then
+    fail "$name" "rank $which's process: $rank_wait; $(last "$d/err")"
     kill "$mp" 2>/dev/null
     return
   fi

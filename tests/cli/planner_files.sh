@@ -11,7 +11,8 @@
 #      --gpu-mem of 1e300, each refused naming the range — never a "-nan" or a 300-digit time;
 #  (4) `plan --calibrate --run DIR` refuses what it cannot time: a step time of −50, 0, nan or 1e300 ms, 0 steps, a
 #      configuration the trainer would not start (a micro-batch of −4, an unknown attention kernel), a model larger
-#      than the machine (naming --force-memory, which it takes) — and writes nothing;
+#      than the machine (naming --force-memory, which it takes), a number no double holds (1e400: the file and the
+#      key named) — and writes nothing;
 #  (5) loss.csv: a write that fails half-way (a file-size limit standing in for a full disk) leaves whole rows, which
 #      compare and plot read; a file that ends inside a row is read up to it, the reader naming the row.
 # Every refusal: the exit code within 20 s, exactly one stderr line, no crash dump, the files unchanged.
@@ -116,6 +117,12 @@ bad_run "0 steps in its ledger" "layout.steps is 0, outside \[1, " "sed -i 's/\"
 bad_run "a micro-batch of -4 in its config" "config.json" "sed -i 's/\"micro-batch\": [0-9]*/\"micro-batch\": -4/' config.json"
 bad_run "an unknown attention kernel in its config" "config.json is not a configuration of train: --attention" "sed -i 's/\"attention\": \"naive\"/\"attention\": \"fancy\"/' config.json"
 bad_run "a model of hidden 1,000,000" "force-memory" "sed -i 's/\"hidden\": [0-9]*/\"hidden\": 1000000/; s/\"heads\": [0-9]*/\"heads\": 1/' config.json"
+# Numbers no double holds, in either file: the file and the key named, never the JSON library's own text.
+bad_run "\"block_forward\": 1e400 in its ledger" \
+  "ledger.json' is damaged: number overflow parsing '1e400', at \"ranks\[0\]\.flops\.block_forward\"" \
+  "sed -i '0,/\"block_forward\": [-0-9.e+]*/s//\"block_forward\": 1e400/' ledger.json"
+bad_run "a seed of -1e999 in its config" "config.json' is damaged: number overflow parsing '-1e999', at \"seed\"" \
+  "sed -i 's/\"seed\": [0-9]*/\"seed\": -1e999/' config.json"
 
 # ---------------------------------------------------------------- (5) loss.csv cut short
 (trap '' XFSZ; ulimit -f 4; exec "$S" train "${T[@]}" --steps 300 --out "$W/full") >"$tmp/full.out" 2>"$tmp/full.err"

@@ -13,12 +13,12 @@
 
 #include <unistd.h>
 
+#include "../common/catch_session.h"
 #include "comm/communicator.h"
 #include "comm/mpi_errors.h"
 #include "comm/runtime.h"
 #include "core/blas_kernel.h"
 #include "helpers.h"
-#include "../common/catch_session.h"
 
 // An MPI error (a message of the wrong length, say) names the test case it struck in (comm/mpi_errors.h).
 struct NameTheTestCase : Catch::TestEventListenerBase {

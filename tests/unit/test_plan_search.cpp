@@ -348,11 +348,11 @@ TEST_CASE("search: a MoE search lists ep > 1 within the memory, ep time exactly 
 }
 
 // Every row of a search held to the single-layout formulas the trainer's runs are checked against: the model states
-// and gradient bytes (dp's, and ZeRO's dense shard over ep with experts) of each row equal plan --predict's (plan/rank_prediction.h: the layout read through the ledger check's
-// own readers, its gradient group from the grid's coordinates, its stages from the pipeline partition) on the GPU the
-// row prices — the most loaded rank. A search that sharded the states over the wrong group, or priced a stage other
-// than the largest, differs here. The search prices the chapter's recipe (mixed bf16, fp32 master): so does the
-// prediction it is held to.
+// and gradient bytes (dp's, and ZeRO's dense shard over ep with experts) of each row equal plan --predict's
+// (plan/rank_prediction.h: the layout read through the ledger check's own readers, its gradient group from the grid's
+// coordinates, its stages from the pipeline partition) on the GPU the row prices — the most loaded rank. A search that
+// sharded the states over the wrong group, or priced a stage other than the largest, differs here. The search prices
+// the chapter's recipe (mixed bf16, fp32 master): so does the prediction it is held to.
 TEST_CASE("search: every row's model states and dp bytes are the single-layout formulas'", "[plan][search]") {
   struct Case {
     SearchModel model;

@@ -1,0 +1,32 @@
+// Who is missing: when a blocking MPI call (comm/blocking_call.h) outlasts the comm timeout, the roll call says
+// which ranks never arrived in it. Before MPI start-up each rank leaves a note (rank, host, pid) in the job's own
+// directory ($SHARDLAB_JOB_DIR, which scripts/mpirun.sh makes for each job); a rank with no note never started,
+// and a rank of this host whose process is stopped (SIGSTOP, Ctrl-Z) or gone is not coming. The lowest rank still
+// waiting is the one to say so. Without the directory (mpirun started by hand), or when a rank may be on a host
+// whose notes are not seen here, the line says what it cannot know. However many ranks give up waiting, one line
+// is printed: the first to claim the word says it (claim_the_word). Part of src/comm/.
+#pragma once
+#include <string>
+
+namespace shardlab::detail {
+
+// This rank's note, once, before MPI start-up (nothing without $SHARDLAB_JOB_DIR).
+void leave_start_note();
+
+struct RollCall {
+  std::string line;  // "rank 1 never arrived: rank 0 waited 5 s in MPI start-up (MPI_Init) — rank 1 (pid 42) is
+                     // stopped (…) (--comm-timeout 5)"
+  bool speaker;      // this rank is the lowest one still waiting
+  int rank;          // this rank (of the world)
+};
+// The roll call of a wait in `what` that has lasted `seconds`.
+RollCall call_the_roll(const std::string& what, double seconds);
+
+// The right to print the job's one line about a stuck wait: true for the first rank of the job to ask (a file
+// made with O_EXCL in the job's directory), false for every later one; true where there is no such directory.
+bool claim_the_word();
+
+// The launcher that started this rank (mpirun) has gone: the job is over, and this rank's line would be a late one.
+bool launcher_gone();
+
+}  // namespace shardlab::detail
