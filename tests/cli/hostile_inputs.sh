@@ -13,7 +13,8 @@
 #  (5) output paths that are not regular files: --out's loss.csv, config.json, trace.json, loss.svg,
 #      ledger.json and the lock file (a symlink there is never followed), plot --out;
 #  (6) SHARDLAB_COMM_TIMEOUT and --comm-timeout: 0 or at least 1 second, anything else refused (also when only
-#      rank 1 has the bad value: its own line, naming it);
+#      rank 1 has the bad value: its own line, naming it); what rank 1 alone is given or reads (a bad flag, another
+#      command line, another --config file, a missing data file): one line from rank 1, the job never hangs;
 #  (7) impossible sizes refused before allocating, naming both numbers: eval and sample of a checkpoint that
 #      claims a huge model, bench, ring (also under mpirun), a data file larger than the machine's memory; and
 #      ring's flags that would change nothing (--elements 0, --elements or --dtype beside --sizes-mb);
@@ -258,6 +259,29 @@ EOF2
 mpi_refused "(6) SHARDLAB_COMM_TIMEOUT=abc on rank 1 only: exit 2, said once, naming rank 1" 2 \
   "error \(rank 1\): SHARDLAB_COMM_TIMEOUT must be 0 \(never\) or at least 1 second, got 'abc'" "$W" -- \
   bash "$W/on_rank1.sh" "$S" train "${M[@]}" --steps 1 --micro-batch 1
+# What one rank alone is given or reads — its flags, its command line, its --config file, its data — refused on
+# that rank is the job's one line, naming the rank and the value; the others never wait for it (cli/command.h
+# refuse_together). A wrapper gives rank 1 its own extra flags ($RANK1_ADDS) and working directory ($RANK1_IN).
+mkdir -p "$W/r0" "$W/r1"
+head -c 20000 data/corpus.txt >"$W/r0/c.txt" && cp "$W/r0/c.txt" "$W/r1/c.txt"
+printf 'steps = 2\n' >"$W/r0/c.toml" && printf 'steps = 3\n' >"$W/r1/c.toml"
+cat >"$W/rank1_own.sh" <<'EOF2'
+#!/usr/bin/env bash
+if [ "${OMPI_COMM_WORLD_RANK:-}" = 1 ]; then cd "${RANK1_IN:-.}" && exec "$@" ${RANK1_ADDS:-}; fi
+cd "${OTHERS_IN:-.}" && exec "$@"
+EOF2
+R1=(bash "$W/rank1_own.sh" "$S" train "${M[@]}" --micro-batch 1)
+RANK1_ADDS="--steps abc" mpi_refused "(6) --steps abc on rank 1 only: one line from rank 1 naming it" 2 \
+  "^shardlab train: error \(rank 1\): --steps expects an integer, got 'abc'" "$W" -- "${R1[@]}" --steps 1
+RANK1_ADDS="--steps 9" mpi_refused "(6) another command line on rank 1: one line from rank 1, where it differs" 2 \
+  "error \(rank 1\): its command line differs from rank 0's at argument [0-9]+ after the command: '--steps 9' \(rank 0: nothing\)" \
+  "$W" -- "${R1[@]}" --steps 1
+OTHERS_IN=$W/r0 RANK1_IN=$W/r1 mpi_refused "(6) rank 1's --config file says steps = 3, rank 0's 2: refused, naming both" 2 \
+  "error \(rank 1\): its settings differ from rank 0's: steps is 3 here, 2 on rank 0" "$W" -- \
+  "${R1[@]}" --config c.toml --data c.txt
+rm "$W/r1/c.txt"
+OTHERS_IN=$W/r0 RANK1_IN=$W/r1 mpi_refused "(6) the data file missing on rank 1 only: one line from rank 1, exit 1" 1 \
+  "error \(rank 1\): --data: 'c.txt' does not exist" "$W" -- "${R1[@]}" --steps 1 --data c.txt
 
 # ---------------------------------------------------------------- (7) impossible sizes
 timed_refusal() {  # timed_refusal NAME CODES PATTERN CMD...: refused, and within 5 s
