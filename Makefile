@@ -151,13 +151,19 @@ $(SEAM_DIR)/mpi_tests: $(OBJ_MPI) $(CATCH_OBJ) $(SEAM_OBJS)
 seam: $(addprefix $(SEAM_DIR)/,$(SEAM_BINS))
 	@echo "make seam: $(SEAM_DIR)/ holds $(SEAM_BINS) with $(WITH) in place of $(SEAM)"
 
-# Graded labs (lessons/NN_*/lab/, lessons/LABS.md): scripts/lab.sh builds through `make seam`.
+# Graded labs (lessons/NN_*/lab/, lessons/LABS.md): scripts/lab.sh builds through `make seam`. LAB, DIR and
+# SOLUTION reach it from the environment (make exports what the command line sets), never pasted into the
+# recipe: a path with spaces, quotes or backticks is only a path. Taken as the command line wrote them (make would
+# expand a $(…) inside them as its own).
+override SOLUTION := $(value SOLUTION)
+override DIR := $(value DIR)
+export SOLUTION DIR
 lab-start:
-	@bash scripts/lab.sh start "$(LAB)" "$(DIR)"
+	@bash scripts/lab.sh start "$${LAB-}" "$${DIR-}"
 lab:
-	@bash scripts/lab.sh grade "$(LAB)" "$(SOLUTION)"
+	@bash scripts/lab.sh grade "$${LAB-}" "$${SOLUTION-}"
 lab-handout:
-	@bash scripts/lab.sh handout "$(LAB)" "$(DIR)"
+	@bash scripts/lab.sh handout "$${LAB-}" "$${DIR-}"
 
 # make run: the default model, data parallel over one rank per core — the largest count that divides
 # the default global batch of 32 — each rank taking 32/N samples per step, into a new runs/ directory.

@@ -13,8 +13,10 @@
 # Every command a check runs is limited in time (a hang is a failed check) and, with all it started, ended
 # afterwards: the grader never hangs and leaves no process behind.
 set -uo pipefail
+CALLER_DIR=$PWD  # a relative SOLUTION, DIR or LAB_RESULTS is the caller's
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
+export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ of ours in the tree (the tree check sees every file)
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 source scripts/lab_checks.sh  # the checks' helpers: limited, mpi, curve_check, ledger_check, ...
 
@@ -40,6 +42,7 @@ find_lab() {
 cmd_start() {
   local dest=${1:-}
   [ -n "$dest" ] || die "DIR=... names the directory the starter goes into"
+  [[ $dest == /* ]] || dest=$CALLER_DIR/$dest
   mkdir -p "$dest" || die "cannot create $dest"
   local f
   for f in "$STARTER" "$LAB_DIR/README.md"; do
@@ -58,6 +61,7 @@ cmd_start() {
 cmd_handout() {
   local dest=${1:-}
   [ -n "$dest" ] || die "DIR=... names the directory the handout goes into"
+  [[ $dest == /* ]] || dest=$CALLER_DIR/$dest
   # Never inside this tree (symlinks resolved): the build (find src), the test runner and the graders would pick the
   # copy up as part of the tree, and a tree copied into itself can overwrite its own files.
   local real root
@@ -107,35 +111,87 @@ cmd_record() {
   echo "lab: recorded ${LAB_RUNS[*]} into $LAB_DIR/expected/ ($COMPUTE)"
 }
 
-# results.json beside the solution, unless a file of that name is someone else's.
+# Where results.json goes: LAB_RESULTS, else beside the solution. What is there before the grade never stands
+# for it: the grader's own earlier results are removed, anything else is moved aside (kept, never lost).
 results_path() {
   local r=${LAB_RESULTS:-$(dirname "$1")/results.json}
-  if [ -e "$r" ] && ! grep -q '"shardlab_lab"' "$r" 2>/dev/null; then
-    echo "lab: $r exists and was not written by this grader: kept; results go to $r.shardlab" >&2
-    r=$r.shardlab
+  [[ $r == /* ]] || r=$CALLER_DIR/$r
+  if [ -e "$r" ] || [ -L "$r" ]; then
+    if [ -f "$r" ] && [ ! -L "$r" ] && grep -q '"shardlab_lab"' "$r" 2>/dev/null; then
+      rm -f -- "$r"
+    else
+      local aside
+      aside=$r.before-grade-$(date +%Y%m%d-%H%M%S)-$$
+      mv -- "$r" "$aside" || die "cannot move $r, which this grader did not write, out of the way of the results"
+      echo "lab: $r was not written by this grader: moved to $aside; the grade's results go to $r" >&2
+    fi
   fi
   echo "$r"
 }
 
+# Every file of the tree outside build/ and runs/ — its type, path, link target and checksum — and of .git what
+# runs code (its config and hooks), to tell whether a grade changed the tree. And the judge (build/shardlab).
+tree_state() {
+  local skip=(\( -path ./build -o -path ./runs -o -path ./.git \) -prune -o)
+  find . "${skip[@]}" -printf '%y %p %l\n' | sort
+  find . "${skip[@]}" -type f -print0 | sort -z | xargs -0 -r sha256sum
+  find .git/config .git/hooks -printf '%y %p %l\n' 2>/dev/null | sort
+  find .git/config .git/hooks -type f -print0 2>/dev/null | sort -z | xargs -0 -r sha256sum
+}
+# What changed between two tree_state listings (given as text): "deleted F", "new F", "changed F".
+tree_changes() {
+  local paths='s/^[a-z] \([^ ]*\) .*/\1/p'
+  diff <(sed -n "$paths" <<<"$1" | sort -u) <(sed -n "$paths" <<<"$2" | sort -u) |
+    sed -n 's/^< \(\.\/\)\{0,1\}/deleted /p; s/^> \(\.\/\)\{0,1\}/new /p'
+  join -j 2 <(grep -E '^[0-9a-f]{64} ' <<<"$1" | sort -k2) <(grep -E '^[0-9a-f]{64} ' <<<"$2" | sort -k2) |
+    awk '$2 != $3 {sub(/^\.\//, "", $1); print "changed " $1}'
+}
+
+# The grade's processes, ended: every process that carries this grade's SHARDLAB_LAB_JOB (lab_checks.sh).
+interrupted() {
+  trap '' INT TERM HUP
+  end_leftovers
+  sleep 0.2
+  end_leftovers  # what was being started as the first pass ran
+  echo "lab: interrupted: the grade was stopped and every process it started ended; no results written" >&2
+  exit 130
+}
+
 cmd_grade() {
-  local sol=${1:-}
-  [ -n "$sol" ] || die "SOLUTION=FILE names your file (make lab-start LAB=$LAB DIR=... writes a starter)"
-  [ -f "$sol" ] || die "SOLUTION=$sol is not a file"
-  sol=$(cd "$(dirname "$sol")" && pwd)/$(basename "$sol")
-  local start=$SECONDS id
+  local given=${1:-}
+  [ -n "$given" ] || die "SOLUTION=FILE names your file (make lab-start LAB=$LAB DIR=... writes a starter)"
+  [[ $given == /* ]] || given=$CALLER_DIR/$given
+  [ -f "$given" ] || die "SOLUTION=$given is not a file"
+  local sol start=$SECONDS id res
+  sol=$(realpath -- "$given") || die "SOLUTION=$given: cannot resolve its path"
   id=$(printf %s "$sol" | sha1sum | cut -c1-10)
   BUILD_DIR=build/labs/$LAB-$id
   LAB_WORK=$BUILD_DIR/work
-  rm -rf "$LAB_WORK"
-  mkdir -p "$LAB_WORK"
+  rm -rf "$LAB_WORK" "$BUILD_DIR/solution"
+  mkdir -p "$LAB_WORK" "$BUILD_DIR/solution"
+  # The solution as the grader's own copy under the seam's name: no path of the student's reaches make or a
+  # shell (spaces, quotes, backticks are only characters of a file name).
+  local copy=$BUILD_DIR/solution/$(basename "$LAB_SEAM")
+  cp -- "$sol" "$copy" || die "cannot copy SOLUTION=$given"
+  res=$(results_path "$sol") || exit 2
+  export -n LAB_RESULTS  # the solution's processes are not told where the results go
+  trap interrupted INT TERM HUP
   echo "lab $LAB — $LAB_TITLE: grading $sol (build: $BUILD_DIR/)"
+  # The tree as it was, held by the grader itself (a file of it under build/ could be rewritten by the solution).
+  local before
+  before=$(tree_state)
   local ids=() names=() points=() maxes=() outputs=() total=0 max=0 entry cid pts title built=1 why=""
-  # The build: the compiler's first error (file:line: message) is the diagnostic, not make's page.
-  if ! timeout 900 make -s seam SEAM="$LAB_SEAM" WITH="$sol" SEAM_DIR="$BUILD_DIR" SEAM_BINS=shardlab \
-    >"$BUILD_DIR/build.log" 2>&1; then
+  # The build (and shardlab's own, which judges): the compiler's first error (file:line: message) is the
+  # diagnostic, not make's page. Run in the background, so that Ctrl-C ends the grade at once (the trap).
+  timeout 900 make -s build/shardlab seam SEAM="$LAB_SEAM" WITH="$copy" SEAM_DIR="$BUILD_DIR" SEAM_BINS=shardlab \
+    >"$BUILD_DIR/build.log" 2>&1 &
+  if wait $!; then
+    JUDGE_SUM=$(sha256sum <"$JUDGE")  # the judge as built: lab_checks.sh judge() runs only this one
+  else
     built=0
-    why=$(grep -m1 -E ':[0-9]+:[0-9]+: (fatal )?error:' "$BUILD_DIR/build.log" |
-      sed -E "s#^$(dirname "$sol")/##")
+    why=$(grep -m1 -E ':[0-9]+:[0-9]+: (fatal )?error:' "$BUILD_DIR/build.log")
+    why=${why//"$ROOT/$copy"/$(basename "$sol")}
+    why=${why//"$copy"/$(basename "$sol")}
     [ -n "$why" ] || why=$(grep -m1 -E 'undefined reference to' "$BUILD_DIR/build.log" | sed -E 's/.*(undefined reference to .*)/\1/')
     [ -n "$why" ] && why="does not build: $why" || why="does not build: $(grep -m1 -iE 'error' "$BUILD_DIR/build.log")"
     echo "  $why"
@@ -145,7 +201,9 @@ cmd_grade() {
     IFS='|' read -r cid pts title <<<"$entry"
     local out=$LAB_WORK/check_$cid.txt got=0
     if [ $built = 1 ]; then
-      if (check_"$cid") >"$out" 2>&1; then got=$pts; fi
+      # Each file a check writes (its log, a run's outputs) is capped (lab_checks.sh LAB_FILE_LIMIT_KB).
+      (ulimit -f "$LAB_FILE_LIMIT_KB" && check_"$cid") >"$out" 2>&1 &
+      if wait $!; then got=$pts; fi
       end_leftovers
     else
       echo "$why" >"$out"
@@ -155,20 +213,32 @@ cmd_grade() {
     printf '  %2d / %-2d  %-4s  %s\n' "$got" "$pts" "$([ "$got" = "$pts" ] && echo ok || echo FAIL)" "$title"
     [ "$got" = "$pts" ] || sed 's/^/              /' "$out" | tail -n 3
   done
+  # The tree as it was: a grade that changed it (a solution deleting or writing files there) scores nothing.
+  local changed="" after
+  after=$(tree_state)
+  if [ "$before" != "$after" ]; then
+    changed=$(tree_changes "$before" "$after" | head -n 5 | paste -sd ';' | sed 's/;/; /g')
+    echo "  FAIL: the tree changed during the grade (${changed:-its listing differs}): the grade is 0"
+    total=0
+  fi
   echo "  total: $total / $max points ($((SECONDS - start)) s)"
-  local res
-  res=$(results_path "$sol")
-  python3 - "$res" "$LAB" "$total" "$max" "$((SECONDS - start))" "${#names[@]}" "${names[@]}" "${points[@]}" \
-    "${maxes[@]}" "${outputs[@]}" "${ids[@]}" <<'PY' || echo "lab: could not write $res" >&2
+  # Written whole under another name, then renamed into place: never half a file, never another's.
+  python3 - "$res.tmp-$$" "$LAB" "$total" "$max" "$((SECONDS - start))" "$changed" "${#names[@]}" "${names[@]}" \
+    "${points[@]}" "${maxes[@]}" "${outputs[@]}" "${ids[@]}" <<'PY' && mv -f -- "$res.tmp-$$" "$res" ||
 import json, sys
-path, lab, total, mx, secs, n = sys.argv[1:7]
-n = int(n); a = sys.argv[7:]
+path, lab, total, mx, secs, changed, n = sys.argv[1:8]
+n = int(n); a = sys.argv[8:]
 tests = [{"name": a[i], "score": int(a[n + i]), "max_score": int(a[2 * n + i]), "output": a[3 * n + i],
           "tags": [a[4 * n + i]]} for i in range(n)]
+if changed:
+    tests.append({"name": "the grade leaves the tree unchanged", "score": 0, "max_score": 0,
+                  "output": "the tree changed: " + changed, "tags": ["tree"]})
 json.dump({"score": int(total), "max_score": int(mx), "execution_time": int(secs), "tests": tests,
            "extra_data": {"shardlab_lab": lab}}, open(path, "w"), indent=2)
 PY
+    { rm -f -- "$res.tmp-$$"; echo "lab: could not write $res" >&2; }
   echo "  results: $res"
+  trap - INT TERM HUP
   [ "$total" = "$max" ]
 }
 

@@ -14,6 +14,18 @@ LAB_JOB=${LAB_JOB_PREFIX:-lab}-$$-$RANDOM  # a prefix lets a caller find its own
 export SHARDLAB_LAB_JOB=$LAB_JOB
 export SHARDLAB_COMM_TIMEOUT=${LAB_COMM_TIMEOUT:-10}  # a wrong collective is named by the watchdog in 10 s
 LAB_TIME_LIMIT=${LAB_TIME_LIMIT:-60}                  # seconds any one command of a check may take
+LAB_FILE_LIMIT_KB=${LAB_FILE_LIMIT_KB:-8192}          # kB any one file a check writes may hold (its log too)
+# The verdicts — curves compared, ledgers against the formulas — come from shardlab's own build (build/shardlab,
+# built from this tree), never from the build that holds the solution: that one only runs.
+JUDGE=build/shardlab
+JUDGE_SUM=""  # its checksum once built (scripts/lab.sh): a judge changed since is refused, never run
+judge() {
+  if [ "$(sha256sum <"$JUDGE" 2>/dev/null)" != "$JUDGE_SUM" ]; then
+    say "the judge ($JUDGE) changed during the grade: no verdict (a solution must not touch the grader)"
+    return 3
+  fi
+  "$JUDGE" "$@"
+}
 # Bit for bit holds for the build and GEMM kernel the expected outputs were recorded with (the "any machine"
 # rules: the avx2-fma build on OpenBLAS's Haswell kernel, pinned as tests/cli/reference_curves.sh does).
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-Haswell}
@@ -36,7 +48,9 @@ end_leftovers() {
 # why_failed LOG RC SECS: one line, the most telling first.
 why_failed() {
   local log=$1 rc=$2 secs=$3 line
-  if line=$(grep -m1 -E '^not written yet: ' "$log"); then echo "$line"
+  if [ -e "$log.too_long" ] || [ "$rc" = 153 ]; then
+    echo "wrote more than $LAB_FILE_LIMIT_KB kB into one file (the limit of a check's output): ended"
+  elif line=$(grep -m1 -E '^not written yet: ' "$log"); then echo "$line"
   elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "did not finish within $secs s (a hang or an endless loop): ended"
   elif line=$(grep -m1 -E '^shardlab[a-z -]*: error' "$log"); then sed -E 's/^shardlab[a-z -]*: //' <<<"$line"
   elif line=$(grep -m1 -oE 'process rank [0-9]+ .* exited on signal [0-9]+ \([^)]*\)' "$log"); then
@@ -47,9 +61,22 @@ why_failed() {
 }
 
 limited() {
-  local secs=$1 log=$2 rc=0
+  local secs=$1 log=$2 rc=0 pid
   shift 2
-  timeout -k 5 "$secs" "$@" >"$log" 2>&1 || rc=$?
+  rm -f "$log.too_long"
+  timeout -k 5 "$secs" "$@" >"$log" 2>&1 &
+  pid=$!
+  # A command whose output passes the cap is ended (the file-size limit the grader sets stops each writer, but
+  # an MPI job whose launcher can no longer write may linger): the log is watched while it runs.
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$(stat -c %s "$log" 2>/dev/null || echo 0)" -ge $((LAB_FILE_LIMIT_KB * 1024 - 65536)) ]; then
+      touch "$log.too_long"
+      kill -TERM "$pid" 2>/dev/null
+      break
+    fi
+    sleep 0.05
+  done
+  wait "$pid" || rc=$?
   WHY=""
   [ $rc = 0 ] || WHY=$(why_failed "$log" $rc "$secs")
   return $rc
@@ -92,7 +119,7 @@ curve_check() {
     rtol=1e-9 note=" (the recorded curve is the $(cat "$LAB_DIR/expected/compute.txt" | cut -d' ' -f2-); this is ${COMPUTE#compute: }: compared within 1e-9)"
   fi
   cmp=$LAB_WORK/$name.compare
-  if "$BUILD_DIR/shardlab" compare "$exp" "$LAB_WORK/$name" --rtol $rtol --all >"$cmp" 2>&1; then
+  if judge compare "$exp" "$LAB_WORK/$name" --rtol $rtol --all >"$cmp" 2>&1; then
     say "the loss curve equals the recorded one$note: $(tail -n 1 "$cmp")"
     return 0
   fi
@@ -109,7 +136,7 @@ within_rounding() {
   local ref=$1 run=$2 cmp=$LAB_WORK/$1_$2.compare
   run_named "$ref" || { say "the $3 run: $WHY"; return 1; }
   run_named "$run" || { say "$WHY"; return 1; }
-  if "$BUILD_DIR/shardlab" compare "$LAB_WORK/$ref" "$LAB_WORK/$run" --rtol 1e-12 --all >"$cmp" 2>&1; then
+  if judge compare "$LAB_WORK/$ref" "$LAB_WORK/$run" --rtol 1e-12 --all >"$cmp" 2>&1; then
     say "$(tail -n 1 "$cmp")"
     return 0
   fi
@@ -121,7 +148,7 @@ within_rounding() {
 ledger_check() {
   local name=$1 out=$LAB_WORK/$1.ledger
   run_named "$name" || { say "$WHY"; return 1; }
-  if "$BUILD_DIR/shardlab" plan --ledger "$LAB_WORK/$name/ledger.json" >"$out" 2>&1; then
+  if judge plan --ledger "$LAB_WORK/$name/ledger.json" >"$out" 2>&1; then
     say "$(grep -m1 -E '^result' "$out")"
     return 0
   fi

@@ -37,22 +37,20 @@ fi
 trap 'rm -rf "$own"' EXIT
 export OMPI_MCA_orte_tmpdir_base=${OMPI_MCA_orte_tmpdir_base:-$own}
 # Where each rank notes that it has started, before MPI start-up: a rank that never arrives there is then
-# named by the others (src/comm/startup_roll_call.h).
+# named by the others (src/comm/roll_call.h).
 export SHARDLAB_JOB_DIR=$own/ranks
 mkdir -p "$SHARDLAB_JOB_DIR"
 flags+=(-x SHARDLAB_JOB_DIR)
 
-# mpirun's stderr passes through, and a copy is kept to recognise a failed start — all but a crash report of
-# mpirun's own (OpenMPI's "*** Process received signal ***" block, under mpirun's pid: it can crash as it tears
-# down a job a rank has ended), which is kept in the copy and becomes one line below.
-exec 3> >(exec awk -v pidfile="$own/mpirun.pid" -v copy="$own/mpirun.stderr" '
-  { print > copy; fflush(copy) }
-  /\*\*\* Process received signal \*\*\*/ && !hiding {
-    if (mp == "") { getline mp < pidfile; close(pidfile) }
-    if (mp != "" && index($0, ":" mp "]") > 0) hiding = 1
-  }
-  hiding { if (/\*\*\* End of error message \*\*\*/) hiding = 0; next }
-  { print > "/dev/stderr"; fflush("/dev/stderr") }')
+# mpirun's stderr passes through unchanged, as it comes (tee; Ctrl-C ends mpirun, not it). A copy of its start
+# (256 kB) is kept to recognise a failed start, and every line of shardlab's, to know whether a rank has spoken.
+spoke='^(\[[0-9]+,[0-9]+\]<std(err|out)>:)?shardlab'  # a line of shardlab's, also under --tag-output
+exec 3> >(exec tee -i -p >(exec head -c 262144 >"$own/mpirun.stderr") \
+  >(exec grep --line-buffered -aE "$spoke" >"$own/spoken.lines") >&2)
+# OpenMPI's own crash reports (its signal handler's stack trace: mpirun can crash as it tears down a job a rank has
+# ended) go to files here, never onto the terminal; mpirun's crash becomes one line below. A rank's crash is named
+# by mpirun's own banner ("exited on signal 11").
+export OMPI_MCA_opal_stacktrace_output=${OMPI_MCA_opal_stacktrace_output:-file:$own/stacktrace}
 copier=$!
 job=
 pass_on() {  # the signal to mpirun; before mpirun has started, the end of this script
@@ -64,7 +62,6 @@ trap 'pass_on QUIT 3' QUIT
 trap ':' INT
 mpirun "${flags[@]}" "$@" <&0 2>&3 &
 job=$!
-echo "$job" >"$own/mpirun.pid"
 rc=
 while [ -z "$rc" ]; do
   s=0
@@ -78,18 +75,18 @@ exec 3>&-
 # waited for beyond 2 s).
 for _ in $(seq 20); do kill -0 "$copier" 2>/dev/null || break; sleep 0.1; done
 
-# mpirun's own crash (its report held back above): one line, unless a rank of shardlab has already said why the
-# job ended (then mpirun only failed to tear it down cleanly).
-if grep -q "^\[[^]]*:$job\] \*\*\* Process received signal \*\*\*" "$own/mpirun.stderr" 2>/dev/null &&
-  ! grep -q '^shardlab' "$own/mpirun.stderr"; then
-  sig=$(sed -n "s/^\[[^]]*:$job\] Signal: //p" "$own/mpirun.stderr" | head -n 1)
+# mpirun's own crash (its stack trace is stacktrace.*.PID): one line, unless a rank of shardlab has already said
+# why the job ended (then mpirun only failed to tear it down cleanly).
+crash=$(ls "$own"/stacktrace.*."$job" 2>/dev/null | head -n 1 || true)
+if [ -n "$crash" ] && [ ! -s "$own/spoken.lines" ]; then
+  sig=$(sed -n 's/^.*Signal: //p' "$crash" | head -n 1)
   echo "shardlab: error: mpirun itself crashed${sig:+ (${sig})} while ending the job (exit $rc); its crash" \
     "report is not shown, and the job's own output is above" >&2
 fi
 # OpenMPI's own start-up failures (its report is above): one line naming the cause and what to do.
 # Only when nothing of shardlab spoke: a rank that started and reported its own error (OpenMPI may then add an
 # ORTE_ERROR_LOG line of its abort) needs no second line.
-if [ "$rc" != 0 ] && ! grep -q '^shardlab' "$own/mpirun.stderr" 2>/dev/null; then
+if [ "$rc" != 0 ] && [ ! -s "$own/spoken.lines" ]; then
   report=$own/mpirun.stderr
   said() { grep -q -- "$1" "$report" 2>/dev/null; }
   if said "orte_session_dir failed" || said "session_dir.c"; then

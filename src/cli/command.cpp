@@ -20,8 +20,10 @@ std::vector<std::string> split(const std::string& s) {
   return args;
 }
 
-// Where this rank's command line differs from rank 0's, or "" when it is the same (collective over the world).
-std::string differs_from_root(const std::vector<std::string>& args, const Runtime& rt) {
+}  // namespace
+
+std::string command_line_differs(const std::vector<std::string>& args, const Runtime& rt) {
+  if (rt.size() == 1) return "";
   const std::string root = rt.agree(joined(args));
   if (root == joined(args)) return "";
   const std::vector<std::string> theirs = split(root);
@@ -30,15 +32,12 @@ std::string differs_from_root(const std::vector<std::string>& args, const Runtim
   const auto shown = [i](const std::vector<std::string>& v) {  // the argument and the next one
     return i >= v.size() ? std::string("nothing") : "'" + v[i] + (i + 1 < v.size() ? " " + v[i + 1] : "") + "'";
   };
-  return "its command line differs from rank 0's at argument " + std::to_string(i + 1) +
-         " after the command: " + shown(args) + " (rank 0: " + shown(theirs) +
-         "); every rank must be given the same flags";
+  return "its command line differs from rank 0's at argument " + std::to_string(i + 1) + ": " + shown(args) +
+         " (rank 0: " + shown(theirs) + "); every rank must be given the same command and flags";
 }
 
-}  // namespace
-
 int refuse_together(const Runtime& rt, const std::string& command, const std::string& why, int code) {
-  const Runtime::Refusal first = rt.first_refusal(why.empty() ? 0 : code);
+  const Runtime::Refusal first = rt.first_refusal(why.empty() ? 0 : code == 0 ? 2 : code);
   if (first.rank < 0) return -1;
   if (first.rank == rt.rank())
     print_line(command, rt.rank() == 0 ? "error" : "error (rank " + std::to_string(rt.rank()) + ")", why);
@@ -47,9 +46,10 @@ int refuse_together(const Runtime& rt, const std::string& command, const std::st
 
 int parse_command(Flags& flags, const std::vector<std::string>& args, const Runtime& rt, const std::string& command) {
   ParseResult r = flags.parse(args);
-  std::string why = r.kind == ParseResult::error ? r.message : "";  // a bad flag of its own first: it names the value
-  if (rt.size() > 1)
-    if (std::string differs = differs_from_root(args, rt); why.empty()) why = differs;
+  // Every rank runs this command (main settled it); their flags must be the same too. A rank's own bad flag is said
+  // first: it names the value.
+  std::string why = r.kind == ParseResult::error ? r.message : "";
+  if (std::string differs = command_line_differs(args, rt); why.empty()) why = differs;
   if (int rc = refuse_together(rt, command, why, 2); rc >= 0) return rc;
   if (r.kind == ParseResult::help) {  // every rank was given --help alike
     if (rt.is_root()) std::fputs(flags.help().c_str(), stdout);

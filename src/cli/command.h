@@ -13,9 +13,7 @@
 
 namespace shardlab {
 
-// -1: the flags are good, run the command. Otherwise the exit code (help printed, or the error). Under mpirun every
-// rank parses its own command line, and they must all be given the same one: a rank whose flags are bad, or differ
-// from rank 0's, is refused as refuse_together says.
+// -1: the flags are good, run the command. Otherwise the exit code (help printed, or the error: refuse_together).
 int parse_command(Flags& flags, const std::vector<std::string>& args, const Runtime& rt, const std::string& command);
 
 // One rank's verdict on its input (its flags, its data file, its settings), settled by every rank together
@@ -23,6 +21,11 @@ int parse_command(Flags& flags, const std::vector<std::string>& args, const Runt
 // when it is not rank 0) and every rank returns that rank's code, so that the job ends with exactly one line
 // whichever rank refused, never waiting for a rank that has gone. why: "" when this rank accepts.
 int refuse_together(const Runtime& rt, const std::string& command, const std::string& why, int code);
+
+// Where this rank's arguments differ from rank 0's — "its command line differs from rank 0's at argument 3: '--steps 7'
+// (rank 0: '--steps 6'); …" — or "" (collective over the world; "" at once on one process). Under mpirun every rank
+// must run the same command line: main settles the command, parse_command its flags.
+std::string command_line_differs(const std::vector<std::string>& args, const Runtime& rt);
 
 // For commands that print to streams (plan and its modes): parses args onto flags; --help prints the help to out and
 // returns true (exit 0); a bad flag throws Fail{message}, for the command's own one-line error and exit 2.

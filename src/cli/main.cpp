@@ -1,7 +1,7 @@
 // shardlab: a CPU-only reference trainer that makes distributed training visible and checkable.
 // The first word names the command (cli/<command>.cpp); `shardlab --help` lists them and
-// `shardlab <command> --help` lists a command's flags. Every error is one message (from rank 0) and a
-// non-zero exit: 2 for bad flags or configuration, 1 for anything that goes wrong while running.
+// `shardlab <command> --help` lists a command's flags. Every error is one message (from the rank at fault, rank 0
+// when all are) and a non-zero exit: 2 for bad flags or configuration, 1 for anything that goes wrong while running.
 #include <cblas.h>
 
 #include <chrono>
@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
   Runtime rt(argc, argv);
   openblas_set_num_threads(1);  // one BLAS thread per rank: ranks are the parallelism
   const std::string cmd = argc > 1 ? argv[1] : "";
+  // Before anything a rank might decide alone: every rank was given the same command (its flags: parse_command), or
+  // the job ends with one line from the first rank that was not (cli/command.h).
+  if (int rc = refuse_together(rt, "shardlab", command_line_differs({cmd}, rt), 2); rc >= 0) return rc;
   if (cmd.empty() || cmd == "--help" || cmd == "-h") {
     if (rt.is_root() && cmd.empty()) std::fprintf(stderr, "shardlab: error: no command given\n");
     if (rt.is_root()) print_usage(cmd.empty() ? stderr : stdout);
@@ -76,11 +79,11 @@ int main(int argc, char** argv) {
   try {
     return command->run(CommandArgs(argv + 2, argv + argc), rt);
   } catch (const std::exception& e) {
-    // Errors every rank detects alike (bad flags: invalid_argument, exit 2) are reported once, by rank 0,
-    // before any rank talks to another. Anything else may strike one rank mid-run while the others wait for
-    // it: that rank reports and ends the whole job, so nobody hangs. Rank 0 speaks at once; another rank
-    // waits first (Runtime::report_delay_seconds, 5 s) — if rank 0 failed too, its abort has ended the job by
-    // then and the error is told once (1 s was measured too short on a loaded 2-core machine: both ranks spoke).
+    // Errors every rank detects alike (invalid_argument, exit 2) are reported once, by rank 0. Anything else may strike
+    // one rank mid-run while the others wait for it: that rank reports and ends the whole job, so nobody hangs. Rank 0
+    // speaks at once; another rank waits first (Runtime::report_delay_seconds, 5 s) — if rank 0 failed too, its abort
+    // has ended the job by then and the error is told once (1 s was measured too short on a loaded 2-core machine: both
+    // ranks spoke).
     const int code = dynamic_cast<const std::invalid_argument*>(&e) ? 2 : 1;
     const std::string what = dynamic_cast<const std::bad_alloc*>(&e)
                                  ? "out of memory: the machine did not give this process the memory it asked for"

@@ -22,8 +22,11 @@ namespace {
 // (collective over the world).
 std::string settings_differ(const TrainConfig& cfg, const Runtime& rt) {
   const nlohmann::json mine = cfg.to_json();
-  const std::string root = rt.agree(mine.dump());
-  if (root == mine.dump()) return "";
+  const auto text = [](const nlohmann::json& j) {  // a path that is not UTF-8 is shown, never thrown on
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  const std::string root = rt.agree(text(mine));
+  if (root == text(mine)) return "";
   const nlohmann::json theirs = nlohmann::json::parse(root);
   const nlohmann::json patch = nlohmann::json::diff(theirs, mine);  // from rank 0's to this rank's
   const std::string key = patch.empty() ? "" : patch[0].value("path", "");

@@ -40,8 +40,8 @@ Watcher& watcher() {
 [[noreturn]] void say_and_exit(const RollCall& roll) {
   // Not after the job is over (a rank stopped, then resumed by mpirun's SIGCONT as it ends the job), nor after
   // another rank has said why.
-  if (!launcher_gone() && claim_the_word())
-    print_line("shardlab", roll.speaker ? "error" : "error (rank " + std::to_string(roll.rank) + ")", roll.line);
+  if (!launcher_gone() && claim_the_word(roll.speaker))
+    print_line("shardlab", "error", roll.line);  // the line names every rank; which one says it does not matter
   ::_exit(3);
 }
 
@@ -58,6 +58,7 @@ void watch() {
     lock.unlock();
     const RollCall roll = call_the_roll(what, seconds);
     lock.lock();
+    if (same_call()) continue;  // the call ended while the roll was called
     // Not the speaker: the speaker's line ends the job within moments; only if it has not, 3 s later, this one.
     if (!roll.speaker && w.changed.wait_for(lock, std::chrono::seconds(3), same_call)) continue;
     lock.unlock();
@@ -69,7 +70,7 @@ void watch() {
 
 BlockingCall::BlockingCall(const char* what) {
   const double timeout = comm_timeout_seconds();
-  if (!(timeout > 0)) return;  // 0: wait for ever, as asked
+  if (!(timeout > 0) || timeout > 1e9) return;  // 0: wait for ever, as asked (and 30 years is for ever too)
   Watcher& w = watcher();
   std::lock_guard<std::mutex> lock(w.mutex);
   if (!w.started) {
@@ -83,12 +84,11 @@ BlockingCall::BlockingCall(const char* what) {
   w.changed.notify_all();
 }
 
+// Disarmed without waking the watcher: it finds the call over at the deadline (one wake-up per call, not two).
 BlockingCall::~BlockingCall() {
   Watcher& w = watcher();
   std::lock_guard<std::mutex> lock(w.mutex);
-  if (!w.what) return;
   w.what = nullptr;
-  w.changed.notify_all();
 }
 
 }  // namespace shardlab::detail

@@ -5,7 +5,7 @@
 // runs out, the roll call (comm/roll_call.h) names the ranks that never arrived, the lowest rank still waiting
 // prints that one line and exits, and mpirun ends the job; another waiting rank prints only if the job has not
 // ended 3 s later, and none once the launcher has gone. The timer is one thread of the process's own (it calls
-// no MPI), armed and disarmed by each guard. Part of src/comm/.
+// no MPI), armed and disarmed by each guard; guards do not nest. Part of src/comm/.
 #pragma once
 
 namespace shardlab::detail {

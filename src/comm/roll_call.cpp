@@ -21,12 +21,15 @@ int env_int(const char* name, int otherwise) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : otherwise;
 }
-int world_rank() { return env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", 0)); }
-int world_size() { return env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 1)); }
 
-std::string job_dir() {
-  const char* d = std::getenv("SHARDLAB_JOB_DIR");
-  return d ? d : "";
+struct Job {  // read once, by leave_start_note, before MPI start-up
+  int rank = 0, size = 1, on_this_host = 1;
+  std::string dir;  // "" without $SHARDLAB_JOB_DIR
+  pid_t launcher = 0;
+};
+Job& job() {
+  static Job j;
+  return j;
 }
 
 std::string host_name() {
@@ -71,18 +74,18 @@ std::string rank_list(const std::vector<int>& ranks) {
   return s;
 }
 
-pid_t& first_parent() {
-  static pid_t p = ::getppid();
-  return p;
-}
-
 }  // namespace
 
 void leave_start_note() {
-  first_parent();  // the launcher, remembered
-  const std::string dir = job_dir();
-  if (dir.empty()) return;
-  const std::string path = note_path(dir, world_rank());
+  Job& j = job();
+  j.rank = env_int("OMPI_COMM_WORLD_RANK", env_int("PMIX_RANK", env_int("PMI_RANK", 0)));
+  j.size = env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 1));
+  j.on_this_host = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", j.size);
+  const char* d = std::getenv("SHARDLAB_JOB_DIR");
+  j.dir = d ? d : "";
+  j.launcher = ::getppid();
+  if (j.dir.empty()) return;
+  const std::string path = note_path(j.dir, j.rank);
   {  // written whole under another name, then renamed: a reader never sees half a note
     std::ofstream out(path + ".part");
     out << host_name() << ' ' << ::getpid() << '\n';
@@ -90,21 +93,22 @@ void leave_start_note() {
   std::rename((path + ".part").c_str(), path.c_str());
 }
 
-bool claim_the_word() {
-  const std::string dir = job_dir();
-  if (dir.empty()) return true;
+bool claim_the_word(bool otherwise) {
+  const std::string& dir = job().dir;
+  if (dir.empty()) return otherwise;
   const int fd = ::open((dir + "/spoken").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return errno != EEXIST;  // a directory that cannot be written: speak rather than stay silent
+  if (fd < 0 && errno == ENOENT) return otherwise;  // not on this host
+  if (fd < 0) return errno != EEXIST;               // a directory that cannot be written: speak rather than stay silent
   ::close(fd);
   return true;
 }
 
-bool launcher_gone() { return ::getppid() != first_parent(); }
+bool launcher_gone() { return job().launcher != 0 && ::getppid() != job().launcher; }
 
 RollCall call_the_roll(const std::string& what, double seconds) {
-  const int me = world_rank(), world = world_size();
-  const int on_this_host = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", world);
-  const std::string dir = job_dir(), here = host_name();
+  const int me = job().rank, world = job().size, on_this_host = job().on_this_host;
+  const std::string& dir = job().dir;
+  const std::string here = host_name();
   char limit[32];
   std::snprintf(limit, sizeof limit, "%.0f", std::ceil(seconds));
   const std::string flag = std::string(" (--comm-timeout ") + limit + ")";

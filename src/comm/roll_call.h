@@ -3,14 +3,17 @@
 // directory ($SHARDLAB_JOB_DIR, which scripts/mpirun.sh makes for each job); a rank with no note never started,
 // and a rank of this host whose process is stopped (SIGSTOP, Ctrl-Z) or gone is not coming. The lowest rank still
 // waiting is the one to say so. Without the directory (mpirun started by hand), or when a rank may be on a host
-// whose notes are not seen here, the line says what it cannot know. However many ranks give up waiting, one line
-// is printed: the first to claim the word says it (claim_the_word). Part of src/comm/.
+// whose notes are not seen here, the line says what it cannot know. However many ranks of one host give up waiting,
+// one line is printed: the first to claim the word says it (claim_the_word); without the directory, the others
+// speak only if that line has not ended the job 3 s later. Part of src/comm/.
 #pragma once
 #include <string>
 
 namespace shardlab::detail {
 
-// This rank's note, once, before MPI start-up (nothing without $SHARDLAB_JOB_DIR).
+// This rank's note, once, before MPI start-up (nothing without $SHARDLAB_JOB_DIR). It also reads, once, what the
+// roll call needs from the environment (rank, sizes, the directory): MPI start-up changes the environment, and the
+// roll call runs on another thread.
 void leave_start_note();
 
 struct RollCall {
@@ -23,8 +26,9 @@ struct RollCall {
 RollCall call_the_roll(const std::string& what, double seconds);
 
 // The right to print the job's one line about a stuck wait: true for the first rank of the job to ask (a file
-// made with O_EXCL in the job's directory), false for every later one; true where there is no such directory.
-bool claim_the_word();
+// made with O_EXCL in the job's directory), false for every later one. Where this host has no such directory
+// (mpirun started by hand, or a rank on another host than mpirun's): `otherwise`.
+bool claim_the_word(bool otherwise);
 
 // The launcher that started this rank (mpirun) has gone: the job is over, and this rank's line would be a late one.
 bool launcher_gone();

@@ -82,7 +82,8 @@ std::string Runtime::agree(const std::string& root_value) const {
 Runtime::Refusal Runtime::first_refusal(int code) const {
   if (!mpi_ || size_ == 1) return code ? Refusal{rank_, code} : Refusal{};
   // One minimum over rank × 256 + code (exit codes are below 256): the lowest refusing rank and its code at once.
-  const int mine = code ? rank_ * 256 + (code & 255) : std::numeric_limits<int>::max();
+  code = code == 0 ? 0 : std::min(std::max(code, 1), 255);  // an exit status
+  const int mine = code ? rank_ * 256 + code : std::numeric_limits<int>::max();
   int lowest = mine;
   std::vector<MPI_Request> req(1, MPI_REQUEST_NULL);
   MPI_Iallreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &req[0]);

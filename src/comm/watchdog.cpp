@@ -143,7 +143,7 @@ void watchdog_fire(const std::string& what, int waiting_for, double waited) {
   int reporter = 0;
   while (!reported[reporter]) ++reporter;
   if (me == reporter) {
-    if (!claim_the_word()) abort_all(3);  // a rank stuck in an MPI call has already said why (comm/roll_call.h)
+    if (!claim_the_word(true)) abort_all(3);  // a rank stuck in an MPI call has already said why (comm/roll_call.h)
     std::fprintf(stderr, "shardlab: error: %s\n", message(got, reported, comm_timeout_seconds()).c_str());
     std::fflush(stderr);
     abort_all(3);

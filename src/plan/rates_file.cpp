@@ -49,7 +49,7 @@ StepRates read_rates_file(const std::string& path) {
   }
   nlohmann::json j;
   try {
-    j = parse_json_text(text, "--rates " + path);
+    j = parse_json_text(text, "--rates '" + path + "'");
   } catch (const std::exception& e) {
     throw std::invalid_argument(e.what());
   }

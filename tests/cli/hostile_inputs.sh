@@ -267,18 +267,28 @@ head -c 20000 data/corpus.txt >"$W/r0/c.txt" && cp "$W/r0/c.txt" "$W/r1/c.txt"
 printf 'steps = 2\n' >"$W/r0/c.toml" && printf 'steps = 3\n' >"$W/r1/c.toml"
 cat >"$W/rank1_own.sh" <<'EOF2'
 #!/usr/bin/env bash
-if [ "${OMPI_COMM_WORLD_RANK:-}" = 1 ]; then cd "${RANK1_IN:-.}" && exec "$@" ${RANK1_ADDS:-}; fi
+if [ "${OMPI_COMM_WORLD_RANK:-}" = 1 ]; then
+  cd "${RANK1_IN:-.}" || exit 1
+  if [ -n "${RANK1_COMMAND:-}" ]; then bin=$1 && shift 2 && exec "$bin" $RANK1_COMMAND "$@" ${RANK1_ADDS:-}; fi
+  exec "$@" ${RANK1_ADDS:-}
+fi
 cd "${OTHERS_IN:-.}" && exec "$@"
 EOF2
 R1=(bash "$W/rank1_own.sh" "$S" train "${M[@]}" --micro-batch 1)
 RANK1_ADDS="--steps abc" mpi_refused "(6) --steps abc on rank 1 only: one line from rank 1 naming it" 2 \
   "^shardlab train: error \(rank 1\): --steps expects an integer, got 'abc'" "$W" -- "${R1[@]}" --steps 1
 RANK1_ADDS="--steps 9" mpi_refused "(6) another command line on rank 1: one line from rank 1, where it differs" 2 \
-  "error \(rank 1\): its command line differs from rank 0's at argument [0-9]+ after the command: '--steps 9' \(rank 0: nothing\)" \
+  "error \(rank 1\): its command line differs from rank 0's at argument [0-9]+: '--steps 9' \(rank 0: nothing\)" \
   "$W" -- "${R1[@]}" --steps 1
 OTHERS_IN=$W/r0 RANK1_IN=$W/r1 mpi_refused "(6) rank 1's --config file says steps = 3, rank 0's 2: refused, naming both" 2 \
   "error \(rank 1\): its settings differ from rank 0's: steps is 3 here, 2 on rank 0" "$W" -- \
   "${R1[@]}" --config c.toml --data c.txt
+RANK1_COMMAND=bench mpi_refused "(6) another command on rank 1 (bench, rank 0 train): one line from rank 1" 2 \
+  "^shardlab: error \(rank 1\): its command line differs from rank 0's at argument 1: 'bench' \(rank 0: 'train'\)" \
+  "$W" -- "${R1[@]}" --steps 1
+RANK1_COMMAND=--help mpi_refused "(6) --help on rank 1 alone: one line from rank 1, no hang" 2 \
+  "error \(rank 1\): its command line differs from rank 0's at argument 1: '--help' \(rank 0: 'train'\)" "$W" -- \
+  "${R1[@]}" --steps 1
 rm "$W/r1/c.txt"
 OTHERS_IN=$W/r0 RANK1_IN=$W/r1 mpi_refused "(6) the data file missing on rank 1 only: one line from rank 1, exit 1" 1 \
   "error \(rank 1\): --data: 'c.txt' does not exist" "$W" -- "${R1[@]}" --steps 1 --data c.txt

@@ -25,12 +25,14 @@ last() { tail -n 3 "$1" | tr '\n' '|'; }
 # descendants PID: every process below PID (its children, theirs, …), one pid a line — a job's ranks under
 # scripts/mpirun.sh, which runs mpirun as its child.
 descendants() { local c; for c in $(pgrep -P "$1"); do echo "$c"; descendants "$c"; done; }
-# job_rank JOB RANK: the pid of world rank RANK among the shardlab processes below JOB (scripts/mpirun.sh's pid),
-# read from each one's environment; empty when it is not (yet, or any more) there.
+# job_rank JOB RANK: the pid of world rank RANK among the processes of $S below JOB (scripts/mpirun.sh's pid), read
+# from each one's environment; empty when it is not (yet, or any more) there. A process is $S by its executable, not
+# its name (a rank that restarts itself with another GEMM kernel is named "exe").
+S_EXE=$(readlink -f "$S")
 job_rank() {
   local p r
   for p in $(descendants "$1"); do
-    [ "$(cat "/proc/$p/comm" 2>/dev/null)" = shardlab ] || continue
+    [ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$S_EXE" ] || continue
     r=$({ tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
     [ "$r" = "$2" ] && { echo "$p"; return; }
   done

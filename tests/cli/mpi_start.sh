@@ -8,9 +8,9 @@
 #  (3) nothing is left behind: every job's directory is removed when it ends — also when the script is killed (its
 #      SIGTERM reaches mpirun and the ranks);
 #  (4) many jobs at once (the race behind "orte_session_dir failed"): all run;
-#  (5) mpirun itself crashing as it ends a job (OpenMPI's "Process received signal" report under its own pid): the
-#      report never reaches the user; one shardlab line instead, none when a rank has already said why, and a
-#      rank's own report (another pid) still passes through. A stand-in mpirun plays the crash.
+#  (5) crash reports: OpenMPI's stack trace ("Process received signal") never reaches the user — mpirun's own crash as
+#      it ends a job (played by a stand-in mpirun) is one shardlab line, none when a rank has already said why (also
+#      under --tag-output); a rank that segfaults is named by mpirun's banner alone.
 # Prints one `ok - ...` / `FAIL - ... (why)` line per check; exits 0 iff all pass.
 source "$(dirname "$0")/lib.sh"
 if ! command -v mpirun >/dev/null 2>&1; then echo "FAIL - mpirun exists (no OpenMPI: make deps installs it)"; exit 1; fi
@@ -101,13 +101,15 @@ for i in "${!pids[@]}"; do wait "${pids[$i]}" || { bad=$((bad + 1)); fail "(4) j
 mkdir -p "$tmp/fake"
 cat >"$tmp/fake/mpirun" <<'EOF2'
 #!/usr/bin/env bash
-# A stand-in mpirun: a line of a rank ($FAKE_SAID), then OpenMPI's crash report under its own pid, exit 139.
+# A stand-in mpirun: a line of a rank ($FAKE_SAID), OpenMPI's exit banner, then its own crash as it ends the job: the
+# stack trace where OpenMPI's opal_stacktrace_output says ("file:PATH": PATH.VPID.PID, else stderr), exit 139.
 [ -z "${FAKE_SAID:-}" ] || echo "$FAKE_SAID" >&2
-echo "[$(hostname):99999] *** Process received signal *** (a rank's own report passes through)" >&2
-echo "[$(hostname):99999] *** End of error message ***" >&2
+echo "mpirun noticed that process rank 1 with PID 0 on node $(hostname) exited on signal 11 (Segmentation fault)." >&2
+to=/dev/stderr
+[[ ${OMPI_MCA_opal_stacktrace_output:-} == file:* ]] && to=${OMPI_MCA_opal_stacktrace_output#file:}.0.$$
 for l in "*** Process received signal ***" "Signal: Segmentation fault (11)" "Signal code: Address not mapped (1)" \
   "[ 0] /lib/x86_64-linux-gnu/libc.so.6(+0x3c050)[0x7f]" "[ 1] libpmix.so.2(PMIx_server_finalize+0x5a)[0x7f]" \
-  "*** End of error message ***"; do echo "[$(hostname):$$] $l" >&2; done
+  "*** End of error message ***"; do echo "[$(hostname):$$] $l"; done >>"$to"
 exit 139
 EOF2
 chmod +x "$tmp/fake/mpirun"
@@ -116,7 +118,7 @@ crash() {  # crash NAME FAKE_SAID WANT_LINES PATTERN
   local rc=$? n
   n=$(grep -c '^shardlab' "$tmp/c.err")
   if [ $rc = 139 ] && ! grep -q "PMIx_server_finalize\|Signal code\|\] Signal: " "$tmp/c.err" && [ "$n" = "$3" ] &&
-    grep -q "$4" "$tmp/c.err" && grep -q "a rank's own report passes through" "$tmp/c.err"; then
+    grep -q "$4" "$tmp/c.err" && grep -q "exited on signal 11" "$tmp/c.err"; then
     ok "$1: exit 139, no crash report, $n shardlab line(s)${2:+ (a rank spoke first)}: $(grep -m1 '^shardlab' "$tmp/c.err" | cut -c1-110)"
   else
     fail "$1" "exit $rc, $n shardlab lines (want $3), stderr: $(tr '\n' '|' <"$tmp/c.err" | cut -c1-400)"
@@ -125,4 +127,30 @@ crash() {  # crash NAME FAKE_SAID WANT_LINES PATTERN
 crash "(5) mpirun crashes as the job ends, no rank spoke" "" 1 "^shardlab: error: mpirun itself crashed (Segmentation fault (11))"
 crash "(5) mpirun crashes after a rank named the cause" "shardlab: error: rank 1 never arrived: rank 0 waited 5 s" 1 \
   "^shardlab: error: rank 1 never arrived"
+crash "(5) ... also when the rank's line is tagged (--tag-output)" "[1,0]<stderr>:shardlab: error: rank 1 never arrived" 0 \
+  "^\[1,0\]<stderr>:shardlab: error: rank 1 never arrived"
+# A real crash: a rank that segfaults. OpenMPI's stack trace never reaches the terminal; its banner names the rank.
+cat >"$tmp/segv.c" <<'EOF2'
+#include <mpi.h>
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 1) *(volatile int*)0 = 1;
+  MPI_Finalize();
+  return 0;
+}
+EOF2
+if mpicc "$tmp/segv.c" -o "$tmp/segv" 2>"$tmp/cc.err"; then
+  timeout 30 bash scripts/mpirun.sh -np 2 "$tmp/segv" >"$tmp/segv.out" 2>&1
+  rc=$?
+  if [ $rc != 0 ] && ! grep -q "Process received signal\|Signal code" "$tmp/segv.out" &&
+    grep -q "rank 1 .*exited on signal 11" "$tmp/segv.out"; then
+    ok "(5) a rank that segfaults: exit $rc, no stack trace, '$(grep -o 'process rank 1 .*exited on signal 11' "$tmp/segv.out" | sed 's/ with PID [0-9]* on node [^ ]*//')'"
+  else
+    fail "(5) a rank that segfaults: no stack trace, the rank named" "exit $rc: $(tr '\n' '|' <"$tmp/segv.out" | cut -c1-400)"
+  fi
+else
+  fail "(5) a rank that segfaults" "mpicc could not build the test program: $(head -c 200 "$tmp/cc.err")"
+fi
 exit $((fails > 0))

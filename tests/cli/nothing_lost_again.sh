@@ -173,7 +173,7 @@ stop_at_start() {  # stop_at_start RANK SECONDS NP: SIGSTOP that rank of NP SECO
     fail "$name" "exit $rc after ${took} s, $lines shardlab lines (want 1, 'shardlab: error: rank $rank never arrived …'): $(grep -v '^ *$' "$tmp/s.out" | head -n 6 | tr '\n' '|' | cut -c1-600)"
   fi
 }
-stop_at_start 1 0 2     # inside MPI start-up: named by the roll call (src/comm/startup_roll_call.h)
+stop_at_start 1 0 2     # inside MPI start-up: named by the roll call (src/comm/roll_call.h)
 stop_at_start 2 0 4
 stop_at_start 0 0 4
 stop_at_start 1 0.1 2
