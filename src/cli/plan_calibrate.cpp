@@ -155,6 +155,7 @@ RunRate run_rate(const std::string& dir, bool force_memory) {
 
 struct RingFit {
   double alpha = 0, beta = 0;
+  bool busy = false;  // no line fitted: the times did not grow with the size
   std::vector<std::pair<double, double>> points;  // bytes sent per rank, seconds
 };
 
@@ -185,6 +186,13 @@ RingFit fit_ring(Communicator& comm) {
   const double slope = (sw * sxy - sx * sy) / (sw * sxx - sx * sx), intercept = (sy - slope * sx) / sw;
   fit.beta = 1 / slope;
   fit.alpha = std::max(0.0, intercept / messages);
+  if (!(slope > 0)) {  // the times did not grow with the size (a busy machine): β from the largest message alone
+    const auto& [x_big, y_big] = fit.points.back();
+    const auto& [x_small, y_small] = fit.points.front();
+    fit.beta = x_big / y_big;
+    fit.alpha = std::max(0.0, (y_small - x_small / fit.beta) / messages);
+    fit.busy = true;
+  }
   return fit;
 }
 }  // namespace
@@ -304,6 +312,9 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
     std::printf("  %10.0f B sent   %9.1f µs   fit %9.1f µs\n", bytes, s * 1e6,
                 (2 * ring.alpha + bytes / ring.beta) * 1e6);
   std::printf("  fit time = 2·α + bytes/β: β %.2f GB/s, α %.2f µs per message\n", ring.beta / 1e9, ring.alpha * 1e6);
+  if (ring.busy)
+    std::printf("  (the times did not grow with the size — another job on these cores? β is the largest message's\n"
+                "   bytes over its time, α what is left of the smallest one's)\n");
   nlohmann::json j = {{"gpu_flops", gpu_flops},
                       {"gpu_flops_flash", gpu_flops_flash},
                       {"alone", {{"gpu_flops", naive_alone}, {"gpu_flops_flash", flash_alone}}},
