@@ -155,7 +155,7 @@ RunRate run_rate(const std::string& dir, bool force_memory) {
 
 struct RingFit {
   double alpha = 0, beta = 0;
-  bool busy = false;  // no line fitted: the times did not grow with the size
+  bool busy = false;                              // no line fitted: the times did not grow with the size
   std::vector<std::pair<double, double>> points;  // bytes sent per rank, seconds
 };
 
@@ -313,8 +313,9 @@ int plan_calibrate_command(const CommandArgs& args, const Runtime& rt) {
                 (2 * ring.alpha + bytes / ring.beta) * 1e6);
   std::printf("  fit time = 2·α + bytes/β: β %.2f GB/s, α %.2f µs per message\n", ring.beta / 1e9, ring.alpha * 1e6);
   if (ring.busy)
-    std::printf("  (the times did not grow with the size — another job on these cores? β is the largest message's\n"
-                "   bytes over its time, α what is left of the smallest one's)\n");
+    std::printf(
+        "  (the times did not grow with the size — another job on these cores? β is the largest message's\n"
+        "   bytes over its time, α what is left of the smallest one's)\n");
   nlohmann::json j = {{"gpu_flops", gpu_flops},
                       {"gpu_flops_flash", gpu_flops_flash},
                       {"alone", {{"gpu_flops", naive_alone}, {"gpu_flops_flash", flash_alone}}},
