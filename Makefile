@@ -99,10 +99,16 @@ $(LIGHT): private CXXFLAGS += -O1
 CATCH_OBJ := $(BUILD)/tests/common/catch_session.o
 $(CATCH_OBJ): private CXXFLAGS += -O0
 
-$(BUILD)/libshardlab.a: $(OBJ_LIB)
+# The library's sources as last archived: the library is made again when a source is added or removed (an object
+# of a deleted source must not stay in it).
+SOURCES_USED := $(BUILD)/.sources
+$(SOURCES_USED): FORCE | $(DEPS_OK)
+	@echo '$(SRC_LIB)' | cmp -s - $@ || echo '$(SRC_LIB)' > $@
+
+$(BUILD)/libshardlab.a: $(OBJ_LIB) $(SOURCES_USED)
 	@rm -f $@
 	$(say) AR $@
-	$(Q)ar rcs $@ $^
+	$(Q)ar rcs $@ $(OBJ_LIB)
 
 $(BUILD)/shardlab: $(BUILD)/src/cli/main.o $(BUILD)/libshardlab.a
 	$(say) LINK $@
@@ -139,9 +145,9 @@ $(SEAM_DIR)/seam.o: $(WITH) $(FLAGS_USED) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(say) CXX $<
 	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
-$(SEAM_DIR)/shardlab: $(BUILD)/src/cli/main.o $(SEAM_OBJS)
+$(SEAM_DIR)/shardlab: $(BUILD)/src/cli/main.o $(SEAM_OBJS) $(SOURCES_USED)
 	$(say) LINK $@
-	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
+	$(Q)$(CXX) $(CXXFLAGS) $(filter %.o,$^) $(LDLIBS) -o $@
 $(SEAM_DIR)/unit_tests: $(OBJ_UNIT) $(CATCH_OBJ) $(SEAM_OBJS)
 	$(say) LINK $@
 	$(Q)$(CXX) $(CXXFLAGS) $^ $(LDLIBS) -o $@
