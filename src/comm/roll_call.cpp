@@ -67,14 +67,14 @@ State process_state(long pid) {
   return s == 'T' || s == 't' ? State::stopped : s == 'Z' || s == 'X' ? State::gone : State::running;
 }
 
+}  // namespace
+
 std::string rank_list(const std::vector<int>& ranks) {
   std::string s = ranks.size() > 1 ? "ranks " : "rank ";
   for (size_t i = 0; i < ranks.size(); ++i)
     s += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
   return s;
 }
-
-}  // namespace
 
 void leave_start_note() {
   Job& j = job();

@@ -8,8 +8,12 @@
 // speak only if that line has not ended the job 3 s later. Part of src/comm/.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace shardlab::detail {
+
+// "rank 2", "ranks 0, 1 and 3": how every line about a stuck wait names ranks (this one and the watchdog's).
+std::string rank_list(const std::vector<int>& ranks);
 
 // This rank's note, once, before MPI start-up (nothing without $SHARDLAB_JOB_DIR). It also reads, once, what the
 // roll call needs from the environment (rank, sizes, the directory): MPI start-up changes the environment, and the

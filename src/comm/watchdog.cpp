@@ -67,13 +67,6 @@ struct Report {  // one waiting rank's state, as sent to the others
   char what[112];
 };
 
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string s;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    s += (i == 0 ? "" : i + 1 == ranks.size() ? " and " : ", ") + std::to_string(ranks[i]);
-  return s;
-}
-
 std::string message(const std::vector<Report>& got, const std::vector<bool>& reported, double timeout) {
   std::vector<int> missing, waiting;
   for (size_t r = 0; r < got.size(); ++r) (reported[r] ? waiting : missing).push_back(static_cast<int>(r));
@@ -93,9 +86,8 @@ std::string message(const std::vector<Report>& got, const std::vector<bool>& rep
     return "every rank is waiting and none can go on (a deadlock: each waits for a message or collective another "
            "rank is not in)" +
            where;
-  return std::string(missing.size() > 1 ? "ranks " : "rank ") + rank_list(missing) +
-         (missing.size() > 1 ? " never arrived: " : " never arrived: ") + (waiting.size() > 1 ? "ranks " : "rank ") +
-         rank_list(waiting) + " waited " + limit + " s" + where + " — stuck or gone (--comm-timeout " + limit + ")";
+  return rank_list(missing) + " never arrived: " + rank_list(waiting) + " waited " + limit + " s" + where +
+         " — stuck or gone (--comm-timeout " + limit + ")";
 }
 
 }  // namespace
